@@ -1,0 +1,89 @@
+// Named datasets (mnist, fashion-mnist, cifar10): where their files are looked
+// for, and loading a whole split into one contiguous uint8 tensor.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dpstudy/file_io.hpp"
+
+namespace dpstudy {
+
+class Manifest;
+
+enum class Split { train, test };
+std::string to_string(Split split);
+Split parse_split(const std::string& text);  // "train" | "test", else UsageError
+
+enum class DataFormat { idx, cifar10_binary };
+
+struct DatasetSpec {
+  std::string name;
+  DataFormat format;
+  int channels, height, width, classes;
+  // Standard per-channel normalisation of pixels scaled to [0, 1]:
+  // x' = (x / 255 - mean[c]) / std[c].
+  std::vector<double> mean, std;
+  // File names per split. IDX: images file then labels file, each accepted
+  // plain or with .gz. CIFAR-10: the batch files, concatenated in this order.
+  std::vector<std::string> train_files, test_files;
+  std::string obtain;  // how to get the files, shown when they are missing
+
+  const std::vector<std::string>& files(Split split) const {
+    return split == Split::train ? train_files : test_files;
+  }
+};
+
+// Every dataset dpstudy knows; adding one is one entry in dataset.cpp.
+const std::vector<DatasetSpec>& dataset_specs();
+// Throws UsageError listing the known names.
+const DatasetSpec& dataset_spec(const std::string& name);
+
+// One place where datasets are looked for, in order of precedence.
+struct SearchRoot {
+  std::string origin;  // "--data-dir", "DPSTUDY_DATA_DIR", "project", "installed", "system"
+  std::string dir;     // empty when that origin is not set
+};
+// --data-dir (if given), $DPSTUDY_DATA_DIR, <source>/datasets/data,
+// <prefix>/share/dpstudy/data, /usr/share/datasets.
+std::vector<SearchRoot> search_roots(const std::string& data_dir_option);
+
+// The first of <root>/<name> and <root> (over the roots in order) that holds
+// every file of the split. Throws DataError listing every place searched, what
+// was missing there, and how to obtain the data.
+std::string find_dataset_dir(const DatasetSpec& spec, Split split,
+                             const std::string& data_dir_option);
+
+struct LoadOptions {
+  std::string data_dir;               // --data-dir; empty: not given
+  bool verify = false;                // check SHA-256 against the manifest
+  const Manifest* manifest = nullptr; // nullptr: the built-in manifest
+};
+
+struct Dataset {
+  const DatasetSpec* spec = nullptr;
+  Split split = Split::train;
+  std::string dir;
+  at::Tensor images;  // uint8 [N, C, H, W], contiguous, as stored
+  at::Tensor labels;  // int64 [N]
+  std::vector<FileRecord> files;
+
+  std::int64_t size() const { return labels.size(0); }
+  // Float32 [N, C, H, W] (or [index.size(0), ...] for a subset), normalised
+  // with the spec's per-channel mean and std. Computed on demand.
+  at::Tensor normalized() const;
+  at::Tensor normalized(const at::Tensor& index) const;
+};
+
+// Loads and checks a whole split: dimensions against the spec, equal image and
+// label counts, labels in 0..classes-1; with `verify`, digests against the
+// manifest. Every problem is a DataError naming the file.
+Dataset load_dataset(const std::string& name, Split split, const LoadOptions& options = {});
+
+// Per-channel normalisation of a uint8 [N, C, H, W] tensor (see DatasetSpec).
+at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec);
+
+}  // namespace dpstudy

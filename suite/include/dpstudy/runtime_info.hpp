@@ -1,0 +1,21 @@
+// Facts about the running process that affect speed or results: which BLAS
+// library LibTorch calls, library versions. Printed at start and recorded in
+// provenance.
+#pragma once
+
+#include <string>
+
+namespace dpstudy {
+
+struct BlasInfo {
+  std::string library;  // path of the mapped BLAS library, or a description
+  std::string kind;     // "OpenBLAS (openmp)", "reference BLAS", "MKL", ...
+  bool slow = false;    // true for the reference BLAS (about 15x slower training)
+};
+
+// Looks at the libraries mapped into this process (/proc/self/maps).
+BlasInfo blas_info();
+std::string torch_version();
+std::string mpi_library_version();  // "none" when built without MPI
+
+}  // namespace dpstudy

@@ -1,0 +1,201 @@
+#include "dpstudy/dataset.hpp"
+
+#include <ATen/ATen.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "dpstudy/build_info.hpp"
+#include "dpstudy/cifar10.hpp"
+#include "dpstudy/error.hpp"
+#include "dpstudy/idx.hpp"
+#include "dpstudy/manifest.hpp"
+
+namespace fs = std::filesystem;
+
+namespace dpstudy {
+
+std::string to_string(Split split) { return split == Split::train ? "train" : "test"; }
+
+Split parse_split(const std::string& text) {
+  if (text == "train") return Split::train;
+  if (text == "test") return Split::test;
+  throw UsageError("unknown split '" + text + "', expected train or test");
+}
+
+const std::vector<DatasetSpec>& dataset_specs() {
+  // Means and standard deviations are the usual published per-channel values
+  // over the training set; `dpstudy-data summary` recomputes them from the data.
+  static const std::vector<DatasetSpec> specs = {
+      {"mnist", DataFormat::idx, 1, 28, 28, 10, {0.1307}, {0.3081},
+       {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"},
+       {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
+       "run `tools/fetch-datasets mnist` (downloads and verifies the official files)"},
+      {"fashion-mnist", DataFormat::idx, 1, 28, 28, 10, {0.2860}, {0.3530},
+       {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"},
+       {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
+       "run `apt-get install dataset-fashion-mnist` (Debian/Ubuntu) or `tools/fetch-datasets "
+       "fashion-mnist`"},
+      {"cifar10", DataFormat::cifar10_binary, 3, 32, 32, 10, {0.4914, 0.4822, 0.4465},
+       {0.2470, 0.2435, 0.2616},
+       {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+        "data_batch_5.bin"},
+       {"test_batch.bin"},
+       "run `tools/fetch-datasets cifar10` (downloads the official binary version and verifies it)"},
+  };
+  return specs;
+}
+
+const DatasetSpec& dataset_spec(const std::string& name) {
+  std::string known;
+  for (const auto& s : dataset_specs()) {
+    if (s.name == name) return s;
+    known += (known.empty() ? "" : ", ") + s.name;
+  }
+  throw UsageError("unknown dataset '" + name + "', expected one of: " + known);
+}
+
+std::vector<SearchRoot> search_roots(const std::string& data_dir_option) {
+  const BuildInfo build = build_info();
+  const char* env = std::getenv("DPSTUDY_DATA_DIR");
+  return {
+      {"--data-dir", data_dir_option},
+      {"DPSTUDY_DATA_DIR", env ? env : ""},
+      {"project", build.source_dir + "/datasets/data"},
+      {"installed", build.install_datadir + "/data"},
+      {"system", "/usr/share/datasets"},
+  };
+}
+
+namespace {
+
+// The path of `file` in `dir`, plain or .gz; empty if neither exists.
+std::string existing(const fs::path& dir, const std::string& file, DataFormat format) {
+  std::error_code ec;
+  if (fs::is_regular_file(dir / file, ec)) return (dir / file).string();
+  if (format == DataFormat::idx && fs::is_regular_file(dir / (file + ".gz"), ec)) {
+    return (dir / (file + ".gz")).string();
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string find_dataset_dir(const DatasetSpec& spec, Split split, const std::string& data_dir_option) {
+  std::ostringstream searched;
+  for (const SearchRoot& root : search_roots(data_dir_option)) {
+    if (root.dir.empty()) {
+      searched << "  " << root.origin << ": not set\n";
+      continue;
+    }
+    for (const fs::path& dir : {fs::path(root.dir) / spec.name, fs::path(root.dir)}) {
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec)) {
+        searched << "  " << root.origin << ": " << dir.string() << " (no such directory)\n";
+        continue;
+      }
+      std::string missing;
+      for (const auto& f : spec.files(split)) {
+        if (existing(dir, f, spec.format).empty()) {
+          missing += (missing.empty() ? "" : ", ") + f + (spec.format == DataFormat::idx ? "[.gz]" : "");
+        }
+      }
+      if (missing.empty()) return dir.string();
+      searched << "  " << root.origin << ": " << dir.string() << " (missing " << missing << ")\n";
+    }
+  }
+  throw DataError(spec.name, "the " + to_string(split) +
+                                 " split was not found. Searched, in order:\n" + searched.str() +
+                                 "To obtain it: " + spec.obtain +
+                                 ", or point --data-dir or DPSTUDY_DATA_DIR at a folder holding "
+                                 "the files.");
+}
+
+namespace {
+
+void check_dims(const IdxArray& a, const std::vector<std::int64_t>& expected_tail, const char* what) {
+  const std::vector<std::int64_t> tail(a.dims.begin() + 1, a.dims.end());
+  if (tail != expected_tail) {
+    auto show = [](const std::vector<std::int64_t>& d) {
+      std::string s;
+      for (auto v : d) s += (s.empty() ? "" : "x") + std::to_string(v);
+      return s;
+    };
+    throw DataError(a.file.path, std::string("wrong dimensions: ") + what + " are " + show(tail) +
+                                     ", expected " + show(expected_tail));
+  }
+}
+
+void check_labels(const at::Tensor& labels_u8, int classes, const std::string& path) {
+  const std::uint8_t* p = labels_u8.data_ptr<std::uint8_t>();
+  for (std::int64_t i = 0; i < labels_u8.numel(); ++i) {
+    if (p[i] >= classes) {
+      throw DataError(path, "label " + std::to_string(int(p[i])) + " at index " + std::to_string(i) +
+                                " is out of range, expected 0.." + std::to_string(classes - 1));
+    }
+  }
+}
+
+void load_idx(const DatasetSpec& spec, Split split, Dataset& ds) {
+  const auto& names = spec.files(split);
+  IdxArray images = read_idx_ubyte(existing(ds.dir, names[0], spec.format), 3);
+  check_dims(images, {spec.height, spec.width}, "images");
+  IdxArray labels = read_idx_ubyte(existing(ds.dir, names[1], spec.format), 1);
+  if (labels.dims[0] != images.dims[0]) {
+    throw DataError(labels.file.path, "holds " + std::to_string(labels.dims[0]) + " labels but " +
+                                          images.file.path + " holds " + std::to_string(images.dims[0]) +
+                                          " images; the counts must agree");
+  }
+  check_labels(labels.data, spec.classes, labels.file.path);
+  ds.images = images.data.view({images.dims[0], 1, spec.height, spec.width});
+  ds.labels = labels.data.to(at::kLong);
+  ds.files = {images.file, labels.file};
+}
+
+void load_cifar(const DatasetSpec& spec, Split split, Dataset& ds) {
+  std::vector<at::Tensor> images, labels;
+  for (const auto& name : spec.files(split)) {
+    CifarBatch b = read_cifar10_batch(existing(ds.dir, name, spec.format), spec.classes);
+    images.push_back(b.images);
+    labels.push_back(b.labels);
+    ds.files.push_back(b.file);
+  }
+  ds.images = images.size() == 1 ? images[0] : at::cat(images, 0);
+  ds.labels = labels.size() == 1 ? labels[0] : at::cat(labels, 0);
+}
+
+}  // namespace
+
+Dataset load_dataset(const std::string& name, Split split, const LoadOptions& options) {
+  const DatasetSpec& spec = dataset_spec(name);
+  Dataset ds;
+  ds.spec = &spec;
+  ds.split = split;
+  ds.dir = find_dataset_dir(spec, split, options.data_dir);
+  if (spec.format == DataFormat::idx) {
+    load_idx(spec, split, ds);
+  } else {
+    load_cifar(spec, split, ds);
+  }
+  if (options.verify) {
+    const Manifest& manifest = options.manifest ? *options.manifest : Manifest::builtin();
+    for (const auto& f : ds.files) manifest.verify(spec.name, f);
+  }
+  return ds;
+}
+
+at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec) {
+  const auto c = std::int64_t(spec.mean.size());
+  at::Tensor mean = at::tensor(std::vector<float>(spec.mean.begin(), spec.mean.end())).view({1, c, 1, 1});
+  at::Tensor stdev = at::tensor(std::vector<float>(spec.std.begin(), spec.std.end())).view({1, c, 1, 1});
+  return images_u8.to(at::kFloat).mul_(1.0 / 255.0).sub_(mean).div_(stdev);
+}
+
+at::Tensor Dataset::normalized() const { return normalize_images(images, *spec); }
+
+at::Tensor Dataset::normalized(const at::Tensor& index) const {
+  return normalize_images(images.index_select(0, index), *spec);
+}
+
+}  // namespace dpstudy

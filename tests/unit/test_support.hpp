@@ -1,0 +1,82 @@
+// Helpers shared by the unit tests: scratch folders and hand-made data files.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "dpstudy/file_io.hpp"
+
+namespace dpstudy::test {
+
+// A fresh folder under the system temp dir, removed at the end of the test.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string templ = (std::filesystem::temp_directory_path() / "dpstudy-test-XXXXXX").string();
+    path_ = mkdtemp(templ.data());
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_bytes(const std::filesystem::path& p, const std::vector<std::uint8_t>& bytes, bool gzip = false) {
+  std::filesystem::create_directories(p.parent_path());
+  OutputFile f(p.string(), gzip);
+  f.write(bytes.data(), bytes.size());
+  f.close();
+}
+
+inline std::vector<std::uint8_t> read_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// An IDX file: magic, dims, then `payload` (not checked against dims, on purpose).
+inline std::vector<std::uint8_t> idx_bytes(std::uint32_t magic, const std::vector<std::uint32_t>& dims,
+                                           const std::vector<std::uint8_t>& payload) {
+  std::vector<std::uint8_t> out(4 + 4 * dims.size());
+  write_be32(out.data(), magic);
+  for (std::size_t i = 0; i < dims.size(); ++i) write_be32(out.data() + 4 + 4 * i, dims[i]);
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+// Keeps the user's DPSTUDY_DATA_DIR out of a test's look-ups.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      old_ = old;
+      had_ = true;
+    }
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+}  // namespace dpstudy::test
