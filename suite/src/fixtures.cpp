@@ -6,6 +6,7 @@
 
 #include "dpstudy/error.hpp"
 #include "dpstudy/file_io.hpp"
+#include "dpstudy/rng.hpp"
 #include "dpstudy/sha256.hpp"
 
 namespace fs = std::filesystem;
@@ -13,30 +14,17 @@ namespace fs = std::filesystem;
 namespace dpstudy {
 namespace {
 
-// SplitMix64: tiny, and the same numbers on every platform and standard library
-// (std::uniform_int_distribution is not).
-struct SplitMix64 {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  unsigned below(unsigned n) { return unsigned(next() % n); }
-};
-
 // Balanced labels 0..9 in a seeded order.
-std::vector<std::uint8_t> make_labels(std::int64_t n, SplitMix64& rng) {
+std::vector<std::uint8_t> make_labels(std::int64_t n, Rng& rng) {
   std::vector<std::uint8_t> labels(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = std::uint8_t(i % 10);
-  for (std::size_t i = labels.size(); i > 1; --i) std::swap(labels[i - 1], labels[rng.below(unsigned(i))]);
+  rng.shuffle(labels);
   return labels;
 }
 
 // One image: noise, plus a bright square whose place depends on the class and,
 // for colour images, a class-dependent tint. Learnable, but not trivially.
-void draw(std::uint8_t* px, int channels, int side, int label, SplitMix64& rng) {
+void draw(std::uint8_t* px, int channels, int side, int label, Rng& rng) {
   const int block = side / 5;
   const int top = 2 + (label / 5) * (side / 2), left = 1 + (label % 5) * block;
   for (int c = 0; c < channels; ++c) {
@@ -66,7 +54,7 @@ void put(const fs::path& dir, const std::string& dataset, const std::string& fil
 }
 
 void write_idx_split(const fs::path& dir, const std::string& dataset, const std::string& prefix,
-                     std::int64_t n, bool gzip, SplitMix64& rng, std::vector<Written>& out) {
+                     std::int64_t n, bool gzip, Rng& rng, std::vector<Written>& out) {
   const std::vector<std::uint8_t> labels = make_labels(n, rng);
   std::vector<std::uint8_t> images(16 + std::size_t(n) * 28 * 28);
   write_be32(images.data(), 0x00000803);
@@ -83,7 +71,7 @@ void write_idx_split(const fs::path& dir, const std::string& dataset, const std:
   put(dir, dataset, lab, std::move(label_file), gzip, gzip ? lab + ".gz" : lab, out);
 }
 
-void write_cifar_file(const fs::path& dir, const std::string& file, std::int64_t n, SplitMix64& rng,
+void write_cifar_file(const fs::path& dir, const std::string& file, std::int64_t n, Rng& rng,
                       std::vector<Written>& out) {
   const std::vector<std::uint8_t> labels = make_labels(n, rng);
   std::vector<std::uint8_t> bytes(std::size_t(n) * 3073);
@@ -103,7 +91,7 @@ void write_fixtures(const std::string& dir, const FixtureOptions& o) {
                      std::to_string(o.train) + " and " + std::to_string(o.test));
   }
   std::vector<Written> written;
-  SplitMix64 rng{o.seed};
+  Rng rng(o.seed);
   for (const char* name : {"mnist", "fashion-mnist"}) {
     const fs::path d = fs::path(dir) / name;
     fs::create_directories(d);

@@ -31,4 +31,11 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+// An option has a value that is not allowed. what(): "--option: 'value' ...".
+class ConfigError : public UsageError {
+ public:
+  ConfigError(const std::string& option, const std::string& value, const std::string& allowed)
+      : UsageError("--" + option + ": '" + value + "' " + allowed) {}
+};
+
 }  // namespace dpstudy

@@ -1,0 +1,41 @@
+// Data assignment: which training samples each shard owner (a worker, or a
+// group of workers) may draw from. Definitions and formulas: docs/engine.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dpstudy/run_config.hpp"
+
+namespace dpstudy {
+
+struct AssignmentSpec {
+  int owners = 1;  // U: workers, or workers / group_size
+  double overlap = 0.0;
+  OverlapMode mode = OverlapMode::pool;
+  Granularity granularity = Granularity::fine;
+  std::int64_t block_size = 64;
+  DataOrder order = DataOrder::shuffled;
+  std::uint64_t seed = 1;  // the data seed
+};
+
+AssignmentSpec assignment_spec(const RunConfig& config);
+
+// Shards over positions 0..n-1 of the training set. `labels` (n values) is
+// needed for DataOrder::label only. Every position is in at least one shard and
+// no shard is empty; otherwise ConfigError (too few samples or blocks for the owners).
+std::vector<std::vector<std::int64_t>> assign_shards(std::int64_t n, const std::int64_t* labels,
+                                                     const AssignmentSpec& spec);
+
+struct AssignmentStats {
+  std::int64_t min_size = 0, max_size = 0;
+  double mean_size = 0;
+  std::int64_t covered = 0;          // positions in at least one shard
+  double mean_intersection = 0;      // mean over owner pairs of |S_u ∩ S_v|, samples
+  double mean_overlap_fraction = 0;  // the same divided by n (equals alpha in pool mode)
+};
+
+AssignmentStats assignment_stats(std::int64_t n, const std::vector<std::vector<std::int64_t>>& shards);
+
+}  // namespace dpstudy

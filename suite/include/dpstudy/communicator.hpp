@@ -1,0 +1,55 @@
+// Averaging across logical workers. The reduction is a fixed pairwise tree over
+// worker index, so that every implementation (in-process now, MPI next) gives
+// the same bits: sum(lo, hi) = sum(lo, mid) + sum(mid, hi), mid = lo + (hi - lo) / 2,
+// one worker being its own sum; the mean is that sum divided by the count.
+// With P processes (P a power of two dividing W), each holding W / P contiguous
+// workers, the top levels of this tree are exactly recursive halving over
+// processes and the bottom levels each process's own workers.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace dpstudy {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  // Logical workers in the whole job, and the contiguous range hosted here.
+  virtual int world_workers() const = 0;
+  virtual int first_local_worker() const = 0;
+  virtual int local_workers() const = 0;
+
+  // `local[i]` is the buffer of worker first_local_worker() + i; all have the
+  // same shape and dtype. Writes the mean over workers [first, first + count)
+  // into `mean` (on every process hosting one of them). The range must be
+  // aligned to the tree: a whole group of a hierarchical run, or the world.
+  virtual void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) = 0;
+
+  // Bytes this process has sent for averaging (0 in process), and the time spent.
+  virtual std::uint64_t bytes_sent() const = 0;
+};
+
+// All W workers in this process.
+class InProcessCommunicator : public Communicator {
+ public:
+  explicit InProcessCommunicator(int workers) : workers_(workers) {}
+  int world_workers() const override { return workers_; }
+  int first_local_worker() const override { return 0; }
+  int local_workers() const override { return workers_; }
+  void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) override;
+  std::uint64_t bytes_sent() const override { return 0; }
+
+ private:
+  int workers_;
+  std::vector<at::Tensor> scratch_;  // one per tree level, reused across calls
+};
+
+// The tree sum of buffers[lo, hi) into `out`, with scratch tensors per level
+// (grown on demand). The building block of every Communicator.
+void tree_sum(const std::vector<at::Tensor>& buffers, int lo, int hi, at::Tensor& out,
+              std::vector<at::Tensor>& scratch, int level = 0);
+
+}  // namespace dpstudy

@@ -1,0 +1,62 @@
+// What a run records: series as columns (one vector per column, equal
+// lengths), a summary, and the assignment it trained on. Units: docs/engine.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dpstudy/assignment.hpp"
+
+namespace dpstudy {
+
+// One row per training step.
+struct TrainSeries {
+  std::vector<std::int64_t> step;      // 1-based: the row is written after the update of this step
+  std::vector<double> epoch;           // step / steps_per_epoch
+  std::vector<double> loss;            // mean over workers of their minibatch loss (nats)
+  std::vector<double> lr;              // rate used for this update
+  std::vector<std::int64_t> samples;   // training samples processed so far, all workers
+  std::vector<double> time_s;          // wall time since training began
+  std::vector<double> comm_s;          // wall time spent averaging so far
+  std::vector<std::int64_t> comm_bytes;  // bytes averaged per worker so far
+};
+
+// One row per evaluation (every eval_every steps and at the end of each epoch).
+struct EvalSeries {
+  std::vector<std::int64_t> step;
+  std::vector<double> epoch;
+  std::vector<double> test_loss, test_accuracy;
+  std::vector<double> val_loss, val_accuracy;  // NaN without a validation split
+  std::vector<double> train_loss;              // mean of the step losses since the last evaluation
+  std::vector<double> worker_divergence;       // at the most recent averaging (0 when synchronous)
+};
+
+// One row per parameter averaging (not gradient averaging).
+struct SyncSeries {
+  std::vector<std::int64_t> step;
+  std::vector<std::int32_t> level;  // 1 = within groups, 2 = all workers
+  std::vector<double> divergence;   // mean over workers of ||x_w - mean||_2, just before averaging
+};
+
+enum class RunStatus { completed, diverged };
+std::string to_string(RunStatus s);
+
+struct RunSummary {
+  RunStatus status = RunStatus::completed;
+  double final_test_accuracy = 0, best_test_accuracy = 0, final_test_loss = 0;
+  double final_val_accuracy = 0;
+  std::int64_t steps = 0, steps_per_epoch = 0;
+  double wall_time_s = 0, samples_per_s = 0;
+  std::int64_t parameters = 0;
+};
+
+struct RunResult {
+  TrainSeries train;
+  EvalSeries eval;
+  SyncSeries syncs;
+  RunSummary summary;
+  AssignmentStats assignment;
+};
+
+}  // namespace dpstudy

@@ -1,0 +1,58 @@
+// A model and one worker's copy of it. A Replica keeps all parameters in one
+// flat buffer (and their gradients, momentum and floating-point buffers such as
+// batch-norm statistics in three more), so that averaging, the optimiser
+// update and checkpoints are one tensor operation each and allocate nothing.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <functional>
+#include <memory>
+
+#include "dpstudy/run_config.hpp"
+
+namespace dpstudy {
+
+// What a workload implements: a module mapping a float batch [B, C, H, W] to
+// logits [B, classes]. Register parameters and buffers as usual.
+class Model : public torch::nn::Module {
+ public:
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+};
+
+// Builds a fresh model. Called under a seeded torch generator for the initial
+// weights; must draw the same random numbers every time it is called.
+using ModelFactory = std::function<std::shared_ptr<Model>()>;
+
+class Replica {
+ public:
+  explicit Replica(std::shared_ptr<Model> model);
+
+  Model& model() { return *model_; }
+  at::Tensor& params() { return params_; }     // 1-D float, every parameter
+  at::Tensor& grads() { return grads_; }       // same layout: the parameters' .grad()
+  at::Tensor& momentum() { return momentum_; }  // same layout
+  at::Tensor& buffers() { return buffers_; }   // floating-point buffers; may be empty
+  std::int64_t parameter_count() const { return params_.numel(); }
+
+  // Copies parameters and buffers from another replica of the same model.
+  void copy_weights_from(Replica& other);
+
+ private:
+  std::shared_ptr<Model> model_;
+  at::Tensor params_, grads_, momentum_, buffers_;
+};
+
+struct SgdSettings {
+  OptimizerKind kind = OptimizerKind::momentum;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+};
+
+// One update of SGD (PyTorch's convention, no dampening):
+//   g = grad + wd * p;  buf = mu * buf + g;
+//   p -= lr * g (sgd), lr * buf (momentum), lr * (g + mu * buf) (nesterov).
+// Works in place on the flat buffers; `grads` is overwritten.
+void sgd_step(Replica& r, const SgdSettings& s, double lr);
+
+}  // namespace dpstudy

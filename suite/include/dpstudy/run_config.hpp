@@ -1,0 +1,98 @@
+// Everything that defines one training run, resolved and validated. Options
+// flow one way: command line / study file -> RunConfig (immutable once made by
+// resolve()) -> the engine. The formulas are in docs/engine.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dpstudy {
+
+enum class OverlapMode { pool, spread };
+enum class Granularity { fine, medium, coarse };
+enum class DataOrder { shuffled, stored, label };
+enum class ShardOwner { worker, group };
+enum class OptimizerKind { sgd, momentum, nesterov };
+enum class LrScaling { none, linear, sqrt };
+enum class LrSchedule { constant, step, cosine, linear };
+enum class WarmupStart { zero, base };
+
+// Sync periods: a whole number of steps >= 1, or never.
+constexpr int kNever = -1;
+
+struct RunConfig {
+  // Data
+  std::string dataset = "mnist";
+  double validation_fraction = 0.0;  // held out of the training split, in [0, 1)
+  // Workers and assignment
+  int workers = 1;
+  double overlap = 0.0;  // alpha in [0, 1]
+  OverlapMode overlap_mode = OverlapMode::pool;
+  Granularity granularity = Granularity::fine;
+  std::int64_t block_size = 64;  // samples per unit with medium granularity
+  DataOrder order = DataOrder::shuffled;
+  ShardOwner shard_owner = ShardOwner::worker;
+  // Synchronisation
+  int sync_period = 1;               // H >= 1, or kNever (independent workers)
+  int local_sgd_from_epoch = 0;      // synchronous (H = 1) before this epoch
+  int group_size = 1;                // G, divides workers
+  int group_sync_period = kNever;    // average within groups every this many steps
+  bool average_momentum = false;     // also average momentum buffers at each sync
+  bool average_buffers = true;       // also average batch-norm running statistics
+  // Optimisation
+  OptimizerKind optimizer = OptimizerKind::momentum;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  std::int64_t batch_size = 64;      // per worker
+  double lr = 0.0;                   // base rate; 0 = from batch_lr_ratio
+  double batch_lr_ratio = 0.0;       // r: base rate = batch_size / r; 0 = use lr
+  LrScaling lr_scaling = LrScaling::none;
+  std::int64_t lr_base_batch = 0;    // reference global batch for scaling; 0 = batch_size
+  double warmup_epochs = 0.0;
+  WarmupStart warmup_start = WarmupStart::zero;
+  LrSchedule schedule = LrSchedule::constant;
+  std::vector<double> lr_milestones;  // epochs, for the step schedule
+  double lr_decay = 0.1;              // factor per milestone (step schedule)
+  double lr_end_factor = 0.0;         // cosine / linear: final rate = factor * peak rate
+  std::int64_t lr_decay_steps = 0;    // linear: steps from the end of warm-up to the end rate; 0 = to the end
+  int epochs = 2;
+  // Evaluation
+  std::int64_t eval_every = 0;       // steps; 0 = only at the end of each epoch
+  std::int64_t eval_batch = 1000;
+  // Seeds
+  std::uint64_t seed = 1;            // initial weights, samplers
+  std::int64_t data_seed = -1;       // order, assignment, validation split; -1 = seed
+
+  std::uint64_t resolved_data_seed() const { return data_seed < 0 ? seed : std::uint64_t(data_seed); }
+  int shard_owners() const { return shard_owner == ShardOwner::group ? workers / group_size : workers; }
+  // The peak learning rate after the scaling rule (docs/engine.md).
+  double peak_lr() const;
+  // Every parameter as (key, value text), in a fixed order: printed at run
+  // start, and the basis of run ids and the stored config.
+  std::vector<std::pair<std::string, std::string>> key_values() const;
+};
+
+// Throws ConfigError naming the option, the value and what is allowed.
+void validate(const RunConfig& config);
+
+// Names <-> enums; parse_* throw ConfigError naming `option` and the choices.
+std::string to_string(OverlapMode v);
+std::string to_string(Granularity v);
+std::string to_string(DataOrder v);
+std::string to_string(ShardOwner v);
+std::string to_string(OptimizerKind v);
+std::string to_string(LrScaling v);
+std::string to_string(LrSchedule v);
+std::string to_string(WarmupStart v);
+OverlapMode parse_overlap_mode(const std::string& option, const std::string& text);
+Granularity parse_granularity(const std::string& option, const std::string& text);
+DataOrder parse_data_order(const std::string& option, const std::string& text);
+ShardOwner parse_shard_owner(const std::string& option, const std::string& text);
+OptimizerKind parse_optimizer(const std::string& option, const std::string& text);
+LrScaling parse_lr_scaling(const std::string& option, const std::string& text);
+LrSchedule parse_lr_schedule(const std::string& option, const std::string& text);
+WarmupStart parse_warmup_start(const std::string& option, const std::string& text);
+
+}  // namespace dpstudy

@@ -1,0 +1,86 @@
+// The data-parallel training engine: W logical workers, each with its own
+// replica, optimiser state and sampler; a Communicator averages gradients
+// (synchronous steps) or parameters (local SGD). Definitions: docs/engine.md.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <vector>
+
+#include "dpstudy/communicator.hpp"
+#include "dpstudy/dataset.hpp"
+#include "dpstudy/learning_rate.hpp"
+#include "dpstudy/metrics.hpp"
+#include "dpstudy/progress.hpp"
+#include "dpstudy/replica.hpp"
+#include "dpstudy/run_config.hpp"
+#include "dpstudy/sampler.hpp"
+
+namespace dpstudy {
+
+// A train/test pair made ready once and shared by every run of a study: images
+// normalised to float, in the layout the models take.
+struct TrainingData {
+  const DatasetSpec* spec = nullptr;
+  at::Tensor train_x, train_y, test_x, test_y;  // float [N, C, H, W], int64 [N]
+  std::vector<FileRecord> files;
+};
+TrainingData prepare_data(const Dataset& train, const Dataset& test);
+
+class Trainer {
+ public:
+  // Validates the config against the data (W * b <= N, ...) and builds the
+  // replicas (all with the weights of one model built under seed), shards and samplers.
+  Trainer(RunConfig config, const ModelFactory& factory, const TrainingData& data, Communicator& comm);
+  ~Trainer();
+
+  // Trains to the end or until the loss is not finite; reports to `progress`.
+  RunResult run(ProgressSink* progress = nullptr);
+
+  // For tests and tools: the state between steps.
+  std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  std::int64_t total_steps() const { return steps_per_epoch_ * config_.epochs; }
+  Replica& replica(int local_worker) { return *replicas_[std::size_t(local_worker)]; }
+  // Dataset indices of the shard worker w draws from.
+  const std::vector<std::int64_t>& shard_of(int worker) const;
+  const std::vector<std::int64_t>& validation_indices() const { return val_idx_; }
+  // Runs one step; returns the mean minibatch loss over the workers.
+  double step();
+
+ private:
+  struct Evaluation {
+    double loss, accuracy;
+  };
+  void average_parameters(int count, int level);
+  Evaluation evaluate(const at::Tensor& x, const at::Tensor& y, const at::Tensor* index);
+  void evaluate_into(RunResult& r, double train_loss);
+  bool replicas_identical() const { return identical_; }
+
+  RunConfig config_;
+  const TrainingData& data_;
+  Communicator& comm_;
+  SgdSettings sgd_;
+  std::int64_t steps_per_epoch_ = 0, step_ = 0;
+  std::unique_ptr<LearningRate> lr_;
+  std::vector<std::unique_ptr<Replica>> replicas_;  // local workers
+  std::unique_ptr<Replica> eval_;                   // the averaged model, for evaluation
+  std::vector<std::vector<std::int64_t>> shards_;   // per owner, dataset indices
+  std::vector<ShardSampler> samplers_;              // per local worker
+  std::vector<at::Tensor> batch_idx_, batch_x_, batch_y_;
+  std::vector<at::Tensor> grads_, params_, momenta_, buffers_;  // views of the replicas' flat buffers
+  at::Tensor mean_, scratch_;
+  std::vector<std::int64_t> train_idx_, val_idx_;
+  at::Tensor val_index_;
+  bool identical_ = true;
+  double comm_s_ = 0, last_divergence_ = 0;
+  std::int64_t comm_bytes_ = 0;
+  SyncSeries syncs_;
+  AssignmentStats assignment_;
+};
+
+// Builds a Trainer and runs it.
+RunResult train_run(const RunConfig& config, const ModelFactory& factory, const TrainingData& data,
+                    Communicator& comm, ProgressSink* progress = nullptr);
+
+}  // namespace dpstudy

@@ -1,0 +1,36 @@
+#include "dpstudy/communicator.hpp"
+
+#include <ATen/ATen.h>
+
+#include "dpstudy/error.hpp"
+
+namespace dpstudy {
+
+void tree_sum(const std::vector<at::Tensor>& buffers, int lo, int hi, at::Tensor& out,
+              std::vector<at::Tensor>& scratch, int level) {
+  if (hi - lo == 1) {
+    out.copy_(buffers[std::size_t(lo)]);
+    return;
+  }
+  const int mid = lo + (hi - lo) / 2;
+  tree_sum(buffers, lo, mid, out, scratch, level + 1);
+  if (std::size_t(level) >= scratch.size()) scratch.resize(std::size_t(level) + 1);
+  at::Tensor& upper = scratch[std::size_t(level)];
+  if (!upper.defined() || !upper.is_same_size(out) || upper.scalar_type() != out.scalar_type() ||
+      upper.device() != out.device()) {
+    upper = at::empty_like(out);
+  }
+  tree_sum(buffers, mid, hi, upper, scratch, level + 1);
+  out.add_(upper);  // lower + upper
+}
+
+void InProcessCommunicator::mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) {
+  if (count < 1 || first < 0 || first + count > workers_ || int(local.size()) != workers_) {
+    throw Error("InProcessCommunicator::mean: range [" + std::to_string(first) + ", " +
+                std::to_string(first + count) + ") does not fit " + std::to_string(workers_) + " workers");
+  }
+  tree_sum(local, first, first + count, mean, scratch_);
+  mean.div_(double(count));
+}
+
+}  // namespace dpstudy

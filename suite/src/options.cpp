@@ -1,0 +1,141 @@
+#include "dpstudy/options.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+#include "dpstudy/error.hpp"
+
+namespace po = boost::program_options;
+
+namespace dpstudy {
+namespace {
+
+std::string period_text(int p) { return p == kNever ? "never" : std::to_string(p); }
+
+std::string list_text(const std::vector<double>& v) {
+  std::string s;
+  char buf[32];
+  for (double x : v) {
+    std::snprintf(buf, sizeof buf, "%g", x);
+    s += (s.empty() ? "" : ",") + std::string(buf);
+  }
+  return s;
+}
+
+}  // namespace
+
+int parse_period(const std::string& option, const std::string& text) {
+  if (text == "never") return kNever;
+  try {
+    std::size_t used = 0;
+    const long v = std::stol(text, &used);
+    if (used == text.size() && v >= 1 && v <= 1000000000) return int(v);
+  } catch (const std::exception&) {
+  }
+  throw ConfigError(option, text, "must be a whole number of steps >= 1, or never");
+}
+
+std::vector<double> parse_number_list(const std::string& option, const std::string& text) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    try {
+      std::size_t used = 0;
+      out.push_back(std::stod(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw ConfigError(option, text, "must be a comma-separated list of numbers");
+    }
+  }
+  return out;
+}
+
+RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run options") {
+  RunConfig& c = draft_;
+  po::options_description data("Data");
+  data.add_options()
+      ("dataset", po::value(&c.dataset)->default_value(d.dataset), "mnist, fashion-mnist or cifar10")
+      ("validation_fraction", po::value(&c.validation_fraction)->default_value(d.validation_fraction),
+       "fraction of the training split held out for validation, [0, 1)");
+  po::options_description workers("Workers and data assignment");
+  workers.add_options()
+      ("workers", po::value(&c.workers)->default_value(d.workers), "logical workers W")
+      ("overlap", po::value(&c.overlap)->default_value(d.overlap), "overlap alpha in [0, 1]: 0 disjoint shards, 1 full copies")
+      ("overlap_mode", po::value(&overlap_mode_)->default_value(to_string(d.overlap_mode)),
+       "pool (a shared fraction plus disjoint parts) or spread (own part plus draws from the others)")
+      ("granularity", po::value(&granularity_)->default_value(to_string(d.granularity)),
+       "unit of assignment: fine (samples), medium (blocks of block_size), coarse (one block per share)")
+      ("block_size", po::value(&c.block_size)->default_value(d.block_size), "samples per block (medium)")
+      ("order", po::value(&order_)->default_value(to_string(d.order)),
+       "order the units are cut from: shuffled (by the data seed), stored, label (non-IID)")
+      ("shard_owner", po::value(&shard_owner_)->default_value(to_string(d.shard_owner)),
+       "worker: one shard per worker; group: one per group of group_size workers, shared within it");
+  po::options_description sync("Synchronisation");
+  sync.add_options()
+      ("sync_period", po::value(&sync_period_)->default_value(period_text(d.sync_period)),
+       "H: 1 averages gradients every step; H > 1 averages parameters every H steps (local SGD); never")
+      ("local_sgd_from_epoch", po::value(&c.local_sgd_from_epoch)->default_value(d.local_sgd_from_epoch),
+       "post-local SGD: synchronous (H = 1) before this epoch")
+      ("group_size", po::value(&c.group_size)->default_value(d.group_size), "G, workers per group; divides W")
+      ("group_sync_period", po::value(&group_sync_period_)->default_value(period_text(d.group_sync_period)),
+       "average within each group every this many steps, or never")
+      ("average_momentum", po::value(&c.average_momentum)->default_value(d.average_momentum),
+       "also average momentum buffers at each parameter averaging")
+      ("average_buffers", po::value(&c.average_buffers)->default_value(d.average_buffers),
+       "also average batch-norm running statistics at each parameter averaging");
+  po::options_description opt("Optimiser");
+  opt.add_options()
+      ("optimizer", po::value(&optimizer_)->default_value(to_string(d.optimizer)), "sgd, momentum or nesterov")
+      ("momentum", po::value(&c.momentum)->default_value(d.momentum), "momentum factor, [0, 1)")
+      ("weight_decay", po::value(&c.weight_decay)->default_value(d.weight_decay), "L2 weight decay")
+      ("batch_size", po::value(&c.batch_size)->default_value(d.batch_size), "per-worker batch size b")
+      ("epochs", po::value(&c.epochs)->default_value(d.epochs), "epochs of floor(N / (W b)) steps");
+  po::options_description lr("Learning rate");
+  lr.add_options()
+      ("lr", po::value(&c.lr)->default_value(d.lr), "base learning rate (or give batch_lr_ratio)")
+      ("batch_lr_ratio", po::value(&c.batch_lr_ratio)->default_value(d.batch_lr_ratio),
+       "r: base rate = batch_size / r (instead of lr)")
+      ("lr_scaling", po::value(&lr_scaling_)->default_value(to_string(d.lr_scaling)),
+       "none, linear or sqrt in the global batch W b relative to lr_base_batch")
+      ("lr_base_batch", po::value(&c.lr_base_batch)->default_value(d.lr_base_batch),
+       "reference global batch for the scaling rule (0: batch_size)")
+      ("warmup_epochs", po::value(&c.warmup_epochs)->default_value(d.warmup_epochs), "linear warm-up length")
+      ("warmup_start", po::value(&warmup_start_)->default_value(to_string(d.warmup_start)),
+       "warm-up from zero, or from the unscaled base rate (Goyal et al.)")
+      ("schedule", po::value(&schedule_)->default_value(to_string(d.schedule)), "constant, step, cosine or linear")
+      ("lr_milestones", po::value(&milestones_)->default_value(list_text(d.lr_milestones)),
+       "step schedule: epochs at which the rate is multiplied by lr_decay, e.g. 150,225")
+      ("lr_decay", po::value(&c.lr_decay)->default_value(d.lr_decay), "step schedule: factor per milestone")
+      ("lr_end_factor", po::value(&c.lr_end_factor)->default_value(d.lr_end_factor),
+       "cosine, linear: final rate as a fraction of the peak")
+      ("lr_decay_steps", po::value(&c.lr_decay_steps)->default_value(d.lr_decay_steps),
+       "linear: steps from the end of warm-up to the end rate (0: to the last step)");
+  po::options_description eval("Evaluation and seeds");
+  eval.add_options()
+      ("eval_every", po::value(&c.eval_every)->default_value(d.eval_every),
+       "evaluate every this many steps (0: at the end of each epoch only)")
+      ("eval_batch", po::value(&c.eval_batch)->default_value(d.eval_batch), "batch size for evaluation")
+      ("seed", po::value(&c.seed)->default_value(d.seed), "run seed: initial weights and samplers")
+      ("data_seed", po::value(&c.data_seed)->default_value(d.data_seed),
+       "data seed: order, assignment, validation split (-1: the run seed)");
+  description_.add(data).add(workers).add(sync).add(opt).add(lr).add(eval);
+}
+
+RunConfig RunOptions::resolve() const {
+  RunConfig c = draft_;
+  c.overlap_mode = parse_overlap_mode("overlap_mode", overlap_mode_);
+  c.granularity = parse_granularity("granularity", granularity_);
+  c.order = parse_data_order("order", order_);
+  c.shard_owner = parse_shard_owner("shard_owner", shard_owner_);
+  c.optimizer = parse_optimizer("optimizer", optimizer_);
+  c.lr_scaling = parse_lr_scaling("lr_scaling", lr_scaling_);
+  c.schedule = parse_lr_schedule("schedule", schedule_);
+  c.warmup_start = parse_warmup_start("warmup_start", warmup_start_);
+  c.sync_period = parse_period("sync_period", sync_period_);
+  c.group_sync_period = parse_period("group_sync_period", group_sync_period_);
+  c.lr_milestones = milestones_.empty() ? std::vector<double>{} : parse_number_list("lr_milestones", milestones_);
+  validate(c);
+  return c;
+}
+
+}  // namespace dpstudy

@@ -1,0 +1,69 @@
+#include "dpstudy/replica.hpp"
+
+#include <ATen/ATen.h>
+
+namespace dpstudy {
+namespace {
+
+// Moves each tensor's data into a slice of one new flat buffer and returns it.
+at::Tensor flatten_into_one(std::vector<at::Tensor> tensors, const at::TensorOptions& options) {
+  std::int64_t total = 0;
+  for (const auto& t : tensors) total += t.numel();
+  at::Tensor flat = at::empty({total}, options);
+  std::int64_t offset = 0;
+  for (auto& t : tensors) {
+    at::Tensor view = flat.narrow(0, offset, t.numel()).view(t.sizes());
+    view.copy_(t.detach());
+    t.set_data(view);
+    offset += t.numel();
+  }
+  return flat;
+}
+
+}  // namespace
+
+Replica::Replica(std::shared_ptr<Model> model) : model_(std::move(model)) {
+  std::vector<at::Tensor> params = model_->parameters();
+  const at::TensorOptions options = params.empty() ? at::TensorOptions(at::kFloat) : params[0].options();
+  params_ = flatten_into_one(params, options.requires_grad(false));
+  grads_ = at::zeros_like(params_);
+  momentum_ = at::zeros_like(params_);
+  std::int64_t offset = 0;
+  for (auto& p : params) {
+    // Gradients accumulate in place into these views (autograd adds into a
+    // defined .grad()), so the flat gradient buffer is always current.
+    p.mutable_grad() = grads_.narrow(0, offset, p.numel()).view(p.sizes());
+    offset += p.numel();
+  }
+  std::vector<at::Tensor> floating;
+  for (const auto& b : model_->buffers()) {
+    if (at::isFloatingType(b.scalar_type())) floating.push_back(b);
+  }
+  buffers_ = flatten_into_one(floating, options.requires_grad(false));
+}
+
+void Replica::copy_weights_from(Replica& other) {
+  params_.copy_(other.params_);
+  if (buffers_.numel() > 0) buffers_.copy_(other.buffers_);
+}
+
+void sgd_step(Replica& r, const SgdSettings& s, double lr) {
+  at::NoGradGuard no_grad;
+  at::Tensor& p = r.params();
+  at::Tensor& g = r.grads();
+  if (s.weight_decay != 0) g.add_(p, s.weight_decay);
+  if (s.kind == OptimizerKind::sgd || s.momentum == 0) {
+    p.add_(g, -lr);
+    return;
+  }
+  at::Tensor& buf = r.momentum();
+  buf.mul_(s.momentum).add_(g);
+  if (s.kind == OptimizerKind::nesterov) {
+    g.add_(buf, s.momentum);
+    p.add_(g, -lr);
+  } else {
+    p.add_(buf, -lr);
+  }
+}
+
+}  // namespace dpstudy

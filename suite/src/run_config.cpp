@@ -1,0 +1,190 @@
+#include "dpstudy/run_config.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "dpstudy/dataset.hpp"
+#include "dpstudy/error.hpp"
+
+namespace dpstudy {
+namespace {
+
+template <typename E>
+struct Names {
+  std::vector<std::pair<E, const char*>> items;
+  std::string name(E v) const {
+    for (const auto& [e, n] : items) {
+      if (e == v) return n;
+    }
+    return "?";
+  }
+  E parse(const std::string& option, const std::string& text) const {
+    std::string allowed;
+    for (const auto& [e, n] : items) {
+      if (text == n) return e;
+      allowed += (allowed.empty() ? "" : ", ") + std::string(n);
+    }
+    throw ConfigError(option, text, "is not one of: " + allowed);
+  }
+};
+
+const Names<OverlapMode> kOverlapModes{{{OverlapMode::pool, "pool"}, {OverlapMode::spread, "spread"}}};
+const Names<Granularity> kGranularities{
+    {{Granularity::fine, "fine"}, {Granularity::medium, "medium"}, {Granularity::coarse, "coarse"}}};
+const Names<DataOrder> kOrders{
+    {{DataOrder::shuffled, "shuffled"}, {DataOrder::stored, "stored"}, {DataOrder::label, "label"}}};
+const Names<ShardOwner> kOwners{{{ShardOwner::worker, "worker"}, {ShardOwner::group, "group"}}};
+const Names<OptimizerKind> kOptimizers{{{OptimizerKind::sgd, "sgd"},
+                                        {OptimizerKind::momentum, "momentum"},
+                                        {OptimizerKind::nesterov, "nesterov"}}};
+const Names<LrScaling> kScalings{
+    {{LrScaling::none, "none"}, {LrScaling::linear, "linear"}, {LrScaling::sqrt, "sqrt"}}};
+const Names<LrSchedule> kSchedules{{{LrSchedule::constant, "constant"},
+                                    {LrSchedule::step, "step"},
+                                    {LrSchedule::cosine, "cosine"},
+                                    {LrSchedule::linear, "linear"}}};
+const Names<WarmupStart> kWarmupStarts{{{WarmupStart::zero, "zero"}, {WarmupStart::base, "base"}}};
+
+// The shortest text that reads back as the same double.
+std::string num(double v) {
+  char buf[40];
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string period(int p) { return p == kNever ? "never" : std::to_string(p); }
+
+void require(bool ok, const std::string& option, const std::string& value, const std::string& allowed) {
+  if (!ok) throw ConfigError(option, value, allowed);
+}
+
+}  // namespace
+
+std::string to_string(OverlapMode v) { return kOverlapModes.name(v); }
+std::string to_string(Granularity v) { return kGranularities.name(v); }
+std::string to_string(DataOrder v) { return kOrders.name(v); }
+std::string to_string(ShardOwner v) { return kOwners.name(v); }
+std::string to_string(OptimizerKind v) { return kOptimizers.name(v); }
+std::string to_string(LrScaling v) { return kScalings.name(v); }
+std::string to_string(LrSchedule v) { return kSchedules.name(v); }
+std::string to_string(WarmupStart v) { return kWarmupStarts.name(v); }
+OverlapMode parse_overlap_mode(const std::string& o, const std::string& t) { return kOverlapModes.parse(o, t); }
+Granularity parse_granularity(const std::string& o, const std::string& t) { return kGranularities.parse(o, t); }
+DataOrder parse_data_order(const std::string& o, const std::string& t) { return kOrders.parse(o, t); }
+ShardOwner parse_shard_owner(const std::string& o, const std::string& t) { return kOwners.parse(o, t); }
+OptimizerKind parse_optimizer(const std::string& o, const std::string& t) { return kOptimizers.parse(o, t); }
+LrScaling parse_lr_scaling(const std::string& o, const std::string& t) { return kScalings.parse(o, t); }
+LrSchedule parse_lr_schedule(const std::string& o, const std::string& t) { return kSchedules.parse(o, t); }
+WarmupStart parse_warmup_start(const std::string& o, const std::string& t) { return kWarmupStarts.parse(o, t); }
+
+double RunConfig::peak_lr() const {
+  const double base = lr > 0 ? lr : double(batch_size) / batch_lr_ratio;
+  const double reference = double(lr_base_batch > 0 ? lr_base_batch : batch_size);
+  const double k = double(workers) * double(batch_size) / reference;
+  switch (lr_scaling) {
+    case LrScaling::linear: return base * k;
+    case LrScaling::sqrt: return base * std::sqrt(k);
+    case LrScaling::none: break;
+  }
+  return base;
+}
+
+std::vector<std::pair<std::string, std::string>> RunConfig::key_values() const {
+  std::string milestones;
+  for (double m : lr_milestones) milestones += (milestones.empty() ? "" : ",") + num(m);
+  return {
+      {"dataset", dataset},
+      {"validation_fraction", num(validation_fraction)},
+      {"workers", std::to_string(workers)},
+      {"overlap", num(overlap)},
+      {"overlap_mode", to_string(overlap_mode)},
+      {"granularity", to_string(granularity)},
+      {"block_size", std::to_string(block_size)},
+      {"order", to_string(order)},
+      {"shard_owner", to_string(shard_owner)},
+      {"sync_period", period(sync_period)},
+      {"local_sgd_from_epoch", std::to_string(local_sgd_from_epoch)},
+      {"group_size", std::to_string(group_size)},
+      {"group_sync_period", period(group_sync_period)},
+      {"average_momentum", average_momentum ? "true" : "false"},
+      {"average_buffers", average_buffers ? "true" : "false"},
+      {"optimizer", to_string(optimizer)},
+      {"momentum", num(momentum)},
+      {"weight_decay", num(weight_decay)},
+      {"batch_size", std::to_string(batch_size)},
+      {"lr", num(lr)},
+      {"batch_lr_ratio", num(batch_lr_ratio)},
+      {"lr_scaling", to_string(lr_scaling)},
+      {"lr_base_batch", std::to_string(lr_base_batch)},
+      {"warmup_epochs", num(warmup_epochs)},
+      {"warmup_start", to_string(warmup_start)},
+      {"schedule", to_string(schedule)},
+      {"lr_milestones", milestones},
+      {"lr_decay", num(lr_decay)},
+      {"lr_end_factor", num(lr_end_factor)},
+      {"lr_decay_steps", std::to_string(lr_decay_steps)},
+      {"epochs", std::to_string(epochs)},
+      {"eval_every", std::to_string(eval_every)},
+      {"eval_batch", std::to_string(eval_batch)},
+      {"seed", std::to_string(seed)},
+      {"data_seed", std::to_string(data_seed)},
+  };
+}
+
+void validate(const RunConfig& c) {
+  try {
+    dataset_spec(c.dataset);
+  } catch (const UsageError&) {
+    std::string names;
+    for (const auto& s : dataset_specs()) names += (names.empty() ? "" : ", ") + s.name;
+    throw ConfigError("dataset", c.dataset, "is not a known dataset: " + names);
+  }
+  require(c.validation_fraction >= 0 && c.validation_fraction < 1, "validation_fraction",
+          num(c.validation_fraction), "must be in [0, 1)");
+  require(c.workers >= 1 && c.workers <= 65536, "workers", std::to_string(c.workers),
+          "must be a whole number from 1 to 65536");
+  require(c.overlap >= 0 && c.overlap <= 1, "overlap", num(c.overlap),
+          "must be in [0, 1] (0 = disjoint shards, 1 = every worker sees all data)");
+  require(c.block_size >= 1, "block_size", std::to_string(c.block_size), "must be at least 1");
+  require(c.sync_period >= 1 || c.sync_period == kNever, "sync_period", std::to_string(c.sync_period),
+          "must be a whole number of steps >= 1, or never");
+  require(c.group_sync_period >= 1 || c.group_sync_period == kNever, "group_sync_period",
+          std::to_string(c.group_sync_period), "must be a whole number of steps >= 1, or never");
+  require(c.local_sgd_from_epoch >= 0, "local_sgd_from_epoch", std::to_string(c.local_sgd_from_epoch),
+          "must be >= 0");
+  require(c.group_size >= 1 && c.workers % c.group_size == 0, "group_size", std::to_string(c.group_size),
+          "must divide workers (" + std::to_string(c.workers) + ")");
+  require(c.momentum >= 0 && c.momentum < 1, "momentum", num(c.momentum), "must be in [0, 1)");
+  require(c.weight_decay >= 0, "weight_decay", num(c.weight_decay), "must be >= 0");
+  require(c.batch_size >= 1, "batch_size", std::to_string(c.batch_size), "must be at least 1");
+  require(c.lr >= 0, "lr", num(c.lr), "must be > 0");
+  require(c.batch_lr_ratio >= 0, "batch_lr_ratio", num(c.batch_lr_ratio), "must be > 0");
+  if (c.lr > 0 && c.batch_lr_ratio > 0) {
+    throw ConfigError("batch_lr_ratio", num(c.batch_lr_ratio),
+                      "cannot be combined with --lr " + num(c.lr) + ": give one of the two");
+  }
+  if (c.lr == 0 && c.batch_lr_ratio == 0) {
+    throw ConfigError("lr", "0", "is not set: give --lr or --batch_lr_ratio");
+  }
+  require(c.lr_base_batch >= 0, "lr_base_batch", std::to_string(c.lr_base_batch), "must be >= 0");
+  require(c.epochs >= 1, "epochs", std::to_string(c.epochs), "must be at least 1");
+  require(c.warmup_epochs >= 0 && c.warmup_epochs <= c.epochs, "warmup_epochs", num(c.warmup_epochs),
+          "must be in [0, epochs]");
+  for (std::size_t i = 0; i < c.lr_milestones.size(); ++i) {
+    require(c.lr_milestones[i] > 0 && (i == 0 || c.lr_milestones[i] > c.lr_milestones[i - 1]),
+            "lr_milestones", num(c.lr_milestones[i]), "must be increasing epochs > 0");
+  }
+  require(c.lr_decay > 0, "lr_decay", num(c.lr_decay), "must be > 0");
+  require(c.lr_end_factor >= 0 && c.lr_end_factor <= 1, "lr_end_factor", num(c.lr_end_factor),
+          "must be in [0, 1]");
+  require(c.lr_decay_steps >= 0, "lr_decay_steps", std::to_string(c.lr_decay_steps), "must be >= 0");
+  require(c.eval_every >= 0, "eval_every", std::to_string(c.eval_every),
+          "must be >= 0 (0 = at the end of each epoch only)");
+  require(c.eval_batch >= 1, "eval_batch", std::to_string(c.eval_batch), "must be at least 1");
+}
+
+}  // namespace dpstudy

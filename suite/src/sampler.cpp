@@ -1,0 +1,28 @@
+#include "dpstudy/sampler.hpp"
+
+#include "dpstudy/error.hpp"
+
+namespace dpstudy {
+
+namespace {
+constexpr std::uint64_t kSamplerStream = 1ull << 32;  // apart from the data seed's streams
+}
+
+ShardSampler::ShardSampler(std::vector<std::int64_t> shard, std::uint64_t seed, int worker)
+    : shard_(std::move(shard)), rng_(Rng::stream(seed, kSamplerStream + std::uint64_t(worker))) {
+  if (shard_.empty()) throw Error("ShardSampler: worker " + std::to_string(worker) + " has an empty shard");
+  position_ = shard_.size();  // the first call starts a pass
+}
+
+void ShardSampler::next(std::int64_t* out, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (position_ == shard_.size()) {
+      rng_.shuffle(shard_);
+      position_ = 0;
+      ++passes_;
+    }
+    out[i] = shard_[position_++];
+  }
+}
+
+}  // namespace dpstudy

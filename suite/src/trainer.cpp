@@ -1,0 +1,316 @@
+#include "dpstudy/trainer.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "dpstudy/assignment.hpp"
+#include "dpstudy/error.hpp"
+#include "dpstudy/rng.hpp"
+
+namespace dpstudy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr std::uint64_t kValidationStream = 3;  // a stream of the data seed (see assignment.cpp)
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace
+
+std::string to_string(RunStatus s) { return s == RunStatus::completed ? "completed" : "diverged"; }
+
+TrainingData prepare_data(const Dataset& train, const Dataset& test) {
+  TrainingData d;
+  d.spec = train.spec;
+  d.train_x = train.normalized();
+  d.train_y = train.labels;
+  d.test_x = test.normalized();
+  d.test_y = test.labels;
+  d.files = train.files;
+  d.files.insert(d.files.end(), test.files.begin(), test.files.end());
+  return d;
+}
+
+Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingData& data, Communicator& comm)
+    : config_(std::move(config)), data_(data), comm_(comm) {
+  validate(config_);
+  const RunConfig& c = config_;
+  if (!data_.spec || data_.spec->name != c.dataset) {
+    throw Error("Trainer: the data given is not the dataset '" + c.dataset + "' of the config");
+  }
+  if (comm_.world_workers() != c.workers) {
+    throw Error("Trainer: the communicator has " + std::to_string(comm_.world_workers()) + " workers, the config " +
+                std::to_string(c.workers));
+  }
+  // Validation split: a seeded fraction of the training split, held out; the
+  // rest keeps its stored order so that order=stored and order=label mean what they say.
+  const std::int64_t total = data_.train_y.size(0);
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(total));
+  for (std::int64_t i = 0; i < total; ++i) perm[std::size_t(i)] = i;
+  const auto n_val = std::size_t(std::llround(c.validation_fraction * double(total)));
+  if (n_val > 0) Rng::stream(c.resolved_data_seed(), kValidationStream).shuffle(perm);
+  val_idx_.assign(perm.begin(), perm.begin() + std::ptrdiff_t(n_val));
+  train_idx_.assign(perm.begin() + std::ptrdiff_t(n_val), perm.end());
+  std::sort(val_idx_.begin(), val_idx_.end());
+  std::sort(train_idx_.begin(), train_idx_.end());
+  const auto n = std::int64_t(train_idx_.size());
+
+  const std::int64_t global_batch = std::int64_t(c.workers) * c.batch_size;
+  steps_per_epoch_ = n / global_batch;
+  if (steps_per_epoch_ == 0) {
+    throw ConfigError("batch_size", std::to_string(c.batch_size),
+                      "is too large: workers x batch_size = " + std::to_string(global_batch) + " exceeds the " +
+                          std::to_string(n) + " training samples");
+  }
+
+  std::vector<std::int64_t> labels(train_idx_.size());
+  const std::int64_t* y = data_.train_y.data_ptr<std::int64_t>();
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = y[train_idx_[i]];
+  shards_ = assign_shards(n, labels.data(), assignment_spec(c));
+  assignment_ = assignment_stats(n, shards_);
+  for (auto& shard : shards_) {
+    for (auto& p : shard) p = train_idx_[std::size_t(p)];
+  }
+
+  // Every replica starts from the weights of one model built under the run seed.
+  at::manual_seed(c.seed);
+  eval_ = std::make_unique<Replica>(factory());
+  eval_->model().eval();
+  const int first = comm_.first_local_worker();
+  const auto& shape = data_.train_x.sizes();
+  for (int i = 0; i < comm_.local_workers(); ++i) {
+    replicas_.push_back(std::make_unique<Replica>(factory()));
+    replicas_.back()->copy_weights_from(*eval_);
+    const int worker = first + i;
+    samplers_.emplace_back(shard_of(worker), c.seed, worker);
+    batch_idx_.push_back(at::empty({c.batch_size}, at::kLong));
+    std::vector<std::int64_t> xs(shape.begin(), shape.end());
+    xs[0] = c.batch_size;
+    batch_x_.push_back(at::empty(xs, data_.train_x.options()));
+    batch_y_.push_back(at::empty({c.batch_size}, at::kLong));
+    Replica& r = *replicas_.back();
+    params_.push_back(r.params());
+    grads_.push_back(r.grads());
+    momenta_.push_back(r.momentum());
+    buffers_.push_back(r.buffers());
+  }
+  mean_ = at::empty_like(eval_->params());
+  scratch_ = at::empty_like(eval_->params());
+  val_index_ = at::tensor(val_idx_, at::kLong);
+  lr_ = std::make_unique<LearningRate>(c, steps_per_epoch_);
+  sgd_ = {c.optimizer, c.momentum, c.weight_decay};
+}
+
+Trainer::~Trainer() = default;
+
+const std::vector<std::int64_t>& Trainer::shard_of(int worker) const {
+  const int owner = config_.shard_owner == ShardOwner::group ? worker / config_.group_size : worker;
+  return shards_.at(std::size_t(owner));
+}
+
+double Trainer::step() {
+  const RunConfig& c = config_;
+  const std::int64_t t = step_;
+  const double lr = lr_->at(t);
+  const bool synchronous = c.sync_period == 1 || t / steps_per_epoch_ < c.local_sgd_from_epoch;
+  double loss_sum = 0;
+  for (std::size_t w = 0; w < replicas_.size(); ++w) {
+    samplers_[w].next(batch_idx_[w].data_ptr<std::int64_t>(), c.batch_size);
+    at::index_select_out(batch_x_[w], data_.train_x, 0, batch_idx_[w]);
+    at::index_select_out(batch_y_[w], data_.train_y, 0, batch_idx_[w]);
+    Replica& r = *replicas_[w];
+    r.grads().zero_();
+    at::Tensor loss = at::cross_entropy_loss(r.model().forward(batch_x_[w]), batch_y_[w]);
+    loss.backward();
+    loss_sum += loss.item<double>();
+  }
+  if (synchronous && c.workers > 1) {
+    const auto t0 = Clock::now();
+    comm_.mean(grads_, 0, c.workers, mean_);
+    for (auto& g : grads_) g.copy_(mean_);
+    comm_bytes_ += mean_.numel() * std::int64_t(mean_.element_size());
+    comm_s_ += seconds_since(t0);
+  }
+  for (auto& r : replicas_) sgd_step(*r, sgd_, lr);
+  ++step_;
+  if (synchronous) {
+    identical_ = true;
+  } else {
+    identical_ = false;
+    if (c.sync_period != kNever && step_ % c.sync_period == 0) {
+      average_parameters(c.workers, 2);
+    } else if (c.group_size > 1 && c.group_sync_period != kNever && step_ % c.group_sync_period == 0) {
+      average_parameters(c.group_size, 1);
+    }
+  }
+  return loss_sum / double(replicas_.size());
+}
+
+// Averages parameters (and, as configured, momentum and buffers) over each
+// range of `count` workers: the world (level 2) or every group (level 1).
+void Trainer::average_parameters(int count, int level) {
+  const RunConfig& c = config_;
+  const auto t0 = Clock::now();
+  double distance = 0;
+  const int first_local = comm_.first_local_worker();
+  for (int g = 0; g < c.workers; g += count) {
+    comm_.mean(params_, g, count, mean_);
+    for (int w = std::max(g, first_local); w < std::min(g + count, first_local + comm_.local_workers()); ++w) {
+      at::Tensor& p = params_[std::size_t(w - first_local)];
+      at::sub_out(scratch_, p, mean_);
+      distance += scratch_.norm().item<double>();
+      p.copy_(mean_);
+    }
+    if (c.average_momentum) {
+      comm_.mean(momenta_, g, count, mean_);
+      for (int w = std::max(g, first_local); w < std::min(g + count, first_local + comm_.local_workers()); ++w) {
+        momenta_[std::size_t(w - first_local)].copy_(mean_);
+      }
+    }
+    if (c.average_buffers && buffers_[0].numel() > 0) {
+      at::Tensor mean_buffers = eval_->buffers();  // free between evaluations
+      comm_.mean(buffers_, g, count, mean_buffers);
+      for (int w = std::max(g, first_local); w < std::min(g + count, first_local + comm_.local_workers()); ++w) {
+        buffers_[std::size_t(w - first_local)].copy_(mean_buffers);
+      }
+    }
+  }
+  const std::int64_t p_bytes = mean_.numel() * std::int64_t(mean_.element_size());
+  comm_bytes_ += p_bytes * (c.average_momentum ? 2 : 1) +
+                 (c.average_buffers ? buffers_[0].numel() * std::int64_t(buffers_[0].element_size()) : 0);
+  last_divergence_ = distance / double(c.workers);
+  identical_ = level == 2;
+  syncs_.step.push_back(step_);
+  syncs_.level.push_back(level);
+  syncs_.divergence.push_back(last_divergence_);
+  comm_s_ += seconds_since(t0);
+}
+
+Trainer::Evaluation Trainer::evaluate(const at::Tensor& x, const at::Tensor& y, const at::Tensor* index) {
+  at::NoGradGuard no_grad;
+  const std::int64_t n = index ? index->size(0) : y.size(0);
+  if (n == 0) return {kNaN, kNaN};
+  double loss = 0;
+  std::int64_t correct = 0;
+  for (std::int64_t b = 0; b < n; b += config_.eval_batch) {
+    const std::int64_t m = std::min(config_.eval_batch, n - b);
+    at::Tensor xb, yb;
+    if (index) {
+      const at::Tensor idx = index->narrow(0, b, m);
+      xb = x.index_select(0, idx);
+      yb = y.index_select(0, idx);
+    } else {
+      xb = x.narrow(0, b, m);
+      yb = y.narrow(0, b, m);
+    }
+    const at::Tensor logits = eval_->model().forward(xb);
+    loss += at::cross_entropy_loss(logits, yb, {}, at::Reduction::Sum).item<double>();
+    correct += logits.argmax(1).eq(yb).sum().item<std::int64_t>();
+  }
+  return {loss / double(n), double(correct) / double(n)};
+}
+
+void Trainer::evaluate_into(RunResult& r, double train_loss) {
+  // The averaged model: with identical replicas that is any replica.
+  if (identical_) {
+    eval_->params().copy_(params_[0]);
+  } else {
+    comm_.mean(params_, 0, config_.workers, eval_->params());
+  }
+  if (eval_->buffers().numel() > 0) comm_.mean(buffers_, 0, config_.workers, eval_->buffers());
+  const Evaluation test = evaluate(data_.test_x, data_.test_y, nullptr);
+  const Evaluation val = evaluate(data_.train_x, data_.train_y, &val_index_);
+  EvalSeries& e = r.eval;
+  e.step.push_back(step_);
+  e.epoch.push_back(double(step_) / double(steps_per_epoch_));
+  e.test_loss.push_back(test.loss);
+  e.test_accuracy.push_back(test.accuracy);
+  e.val_loss.push_back(val.loss);
+  e.val_accuracy.push_back(val.accuracy);
+  e.train_loss.push_back(train_loss);
+  e.worker_divergence.push_back(last_divergence_);
+}
+
+RunResult Trainer::run(ProgressSink* progress) {
+  const RunConfig& c = config_;
+  RunResult r;
+  r.assignment = assignment_;
+  if (progress) {
+    char line[400];
+    std::snprintf(line, sizeof line,
+                  "# %d workers, %d shard owners, %lld training samples (%lld held out), %lld steps/epoch, "
+                  "%lld parameters; shard size min %lld mean %.1f max %lld; covered %lld; mean pairwise "
+                  "overlap %.1f samples (%.4f of the training set)",
+                  c.workers, c.shard_owners(), (long long)train_idx_.size(), (long long)val_idx_.size(),
+                  (long long)steps_per_epoch_, (long long)eval_->parameter_count(), (long long)assignment_.min_size,
+                  assignment_.mean_size, (long long)assignment_.max_size, (long long)assignment_.covered,
+                  assignment_.mean_intersection, assignment_.mean_overlap_fraction);
+    progress->message(line);
+  }
+  const auto t0 = Clock::now();
+  const std::int64_t total = total_steps();
+  double loss_since_eval = 0;
+  std::int64_t steps_since_eval = 0;
+  TrainSeries& tr = r.train;
+  while (step_ < total) {
+    const double lr = lr_->at(step_);
+    const double loss = step();
+    tr.step.push_back(step_);
+    tr.epoch.push_back(double(step_) / double(steps_per_epoch_));
+    tr.loss.push_back(loss);
+    tr.lr.push_back(lr);
+    tr.samples.push_back(step_ * c.workers * c.batch_size);
+    tr.time_s.push_back(seconds_since(t0));
+    tr.comm_s.push_back(comm_s_);
+    tr.comm_bytes.push_back(comm_bytes_);
+    ProgressEvent ev{step_, total, int((step_ - 1) / steps_per_epoch_) + 1, c.epochs, loss, -1, lr,
+                     tr.time_s.back(), false};
+    if (!std::isfinite(loss)) {
+      r.summary.status = RunStatus::diverged;
+      if (progress) progress->message("# diverged: the training loss is not finite at step " + std::to_string(step_));
+      break;
+    }
+    loss_since_eval += loss;
+    ++steps_since_eval;
+    const bool epoch_end = step_ % steps_per_epoch_ == 0;
+    if (epoch_end || (c.eval_every > 0 && step_ % c.eval_every == 0)) {
+      evaluate_into(r, loss_since_eval / double(steps_since_eval));
+      loss_since_eval = 0;
+      steps_since_eval = 0;
+      ev.evaluation = true;
+      ev.test_accuracy = r.eval.test_accuracy.back();
+      ev.elapsed_s = seconds_since(t0);
+    }
+    if (progress) progress->progress(ev);
+  }
+  RunSummary& s = r.summary;
+  s.steps = step_;
+  s.steps_per_epoch = steps_per_epoch_;
+  s.parameters = eval_->parameter_count();
+  s.wall_time_s = seconds_since(t0);
+  s.samples_per_s = double(step_ * c.workers * c.batch_size) / std::max(s.wall_time_s, 1e-9);
+  if (!r.eval.step.empty()) {
+    s.final_test_accuracy = r.eval.test_accuracy.back();
+    s.final_test_loss = r.eval.test_loss.back();
+    s.final_val_accuracy = r.eval.val_accuracy.back();
+    s.best_test_accuracy = *std::max_element(r.eval.test_accuracy.begin(), r.eval.test_accuracy.end());
+  } else {
+    s.final_test_accuracy = s.final_test_loss = s.final_val_accuracy = s.best_test_accuracy = kNaN;
+  }
+  r.syncs = syncs_;
+  return r;
+}
+
+RunResult train_run(const RunConfig& config, const ModelFactory& factory, const TrainingData& data,
+                    Communicator& comm, ProgressSink* progress) {
+  Trainer trainer(config, factory, data, comm);
+  return trainer.run(progress);
+}
+
+}  // namespace dpstudy
