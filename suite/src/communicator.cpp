@@ -12,9 +12,10 @@ void tree_sum(const std::vector<at::Tensor>& buffers, int lo, int hi, at::Tensor
     out.copy_(buffers[std::size_t(lo)]);
     return;
   }
+  // Sized once: deeper calls must not reallocate the vector under `upper`.
+  if (scratch.size() < 32) scratch.resize(32);  // depth < 32 for any int count
   const int mid = lo + (hi - lo) / 2;
   tree_sum(buffers, lo, mid, out, scratch, level + 1);
-  if (std::size_t(level) >= scratch.size()) scratch.resize(std::size_t(level) + 1);
   at::Tensor& upper = scratch[std::size_t(level)];
   if (!upper.defined() || !upper.is_same_size(out) || upper.scalar_type() != out.scalar_type() ||
       upper.device() != out.device()) {

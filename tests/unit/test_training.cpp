@@ -1,0 +1,224 @@
+// The engine against independent references: a plain LibTorch training loop
+// (torch::optim::SGD) on the same batches, and the engine itself run twice.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "dpstudy/dataset.hpp"
+#include "dpstudy/error.hpp"
+#include "dpstudy/fixtures.hpp"
+#include "dpstudy/trainer.hpp"
+#include "test_support.hpp"
+
+using namespace dpstudy;
+
+namespace {
+
+struct TinyMlp : Model {
+  TinyMlp() : fc1(register_module("fc1", torch::nn::Linear(784, 32))), fc2(register_module("fc2", torch::nn::Linear(32, 10))) {}
+  at::Tensor forward(const at::Tensor& x) override { return fc2(torch::relu(fc1(x.flatten(1)))); }
+  torch::nn::Linear fc1, fc2;
+};
+
+ModelFactory tiny() {
+  return [] { return std::make_shared<TinyMlp>(); };
+}
+
+// Small fixture data, made once for the whole test program.
+const TrainingData& data() {
+  static test::ScratchDir dir;
+  static const TrainingData d = [] {
+    write_fixtures(dir.str(), {480, 100, 11, false});
+    return prepare_data(load_dataset("mnist", Split::train, {dir.str()}),
+                        load_dataset("mnist", Split::test, {dir.str()}));
+  }();
+  return d;
+}
+
+RunConfig base_config() {
+  RunConfig c;
+  c.dataset = "mnist";
+  c.workers = 1;
+  c.batch_size = 16;
+  c.lr = 0.05;
+  c.optimizer = OptimizerKind::momentum;
+  c.momentum = 0.9;
+  c.weight_decay = 1e-3;
+  c.epochs = 1;
+  c.seed = 7;
+  return c;
+}
+
+// The reference: one model, built first under the run seed as the engine's
+// initial model is, trained with torch::optim::SGD on batches from `next_batch`.
+at::Tensor plain_sgd(const RunConfig& c, std::int64_t steps,
+                     const std::function<at::Tensor()>& next_batch) {
+  torch::manual_seed(c.seed);
+  auto model = tiny()();
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(c.lr)
+                                                 .momentum(c.optimizer == OptimizerKind::sgd ? 0.0 : c.momentum)
+                                                 .nesterov(c.optimizer == OptimizerKind::nesterov)
+                                                 .weight_decay(c.weight_decay));
+  for (std::int64_t s = 0; s < steps; ++s) {
+    const at::Tensor idx = next_batch();
+    const at::Tensor loss = torch::nn::functional::cross_entropy(model->forward(data().train_x.index_select(0, idx)),
+                                                                 data().train_y.index_select(0, idx));
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+  }
+  std::vector<at::Tensor> flat;
+  for (const auto& p : model->parameters()) flat.push_back(p.detach().flatten());
+  return torch::cat(flat);
+}
+
+at::Tensor next_indices(ShardSampler& s, std::int64_t b) {
+  at::Tensor idx = at::empty({b}, at::kLong);
+  s.next(idx.data_ptr<std::int64_t>(), b);
+  return idx;
+}
+
+}  // namespace
+
+TEST(Training, OneWorkerMatchesAPlainSgdLoopBitForBit) {
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::momentum, OptimizerKind::nesterov}) {
+    RunConfig c = base_config();
+    c.optimizer = kind;
+    InProcessCommunicator comm(1);
+    Trainer t(c, tiny(), data(), comm);
+    ASSERT_EQ(t.steps_per_epoch(), 30);
+    for (std::int64_t s = 0; s < t.total_steps(); ++s) t.step();
+    ShardSampler sampler(t.shard_of(0), c.seed, 0);
+    const at::Tensor reference = plain_sgd(c, t.total_steps(), [&] { return next_indices(sampler, c.batch_size); });
+    EXPECT_TRUE(at::equal(t.replica(0).params(), reference)) << to_string(kind) << ": max difference "
+        << (t.replica(0).params() - reference).abs().max().item<double>();
+  }
+}
+
+TEST(Training, SynchronousWorkersMatchOneModelOnTheConcatenatedBatch) {
+  RunConfig c = base_config();
+  c.workers = 4;
+  c.batch_size = 8;
+  InProcessCommunicator comm(4);
+  Trainer t(c, tiny(), data(), comm);
+  for (std::int64_t s = 0; s < t.total_steps(); ++s) {
+    t.step();
+    for (int w = 1; w < 4; ++w) ASSERT_TRUE(at::equal(t.replica(w).params(), t.replica(0).params())) << "step " << s;
+  }
+  std::vector<ShardSampler> samplers;
+  for (int w = 0; w < 4; ++w) samplers.emplace_back(t.shard_of(w), c.seed, w);
+  RunConfig one = c;
+  one.batch_size = 32;
+  const at::Tensor reference = plain_sgd(one, t.total_steps(), [&] {
+    std::vector<at::Tensor> parts;
+    for (auto& s : samplers) parts.push_back(next_indices(s, c.batch_size));
+    return at::cat(parts);
+  });
+  EXPECT_TRUE(at::allclose(t.replica(0).params(), reference, 1e-4, 1e-6))
+      << "max difference " << (t.replica(0).params() - reference).abs().max().item<double>();
+}
+
+TEST(Training, WithoutAveragingEachWorkerIsAnIndependentRunOnItsShard) {
+  RunConfig c = base_config();
+  c.workers = 3;
+  c.sync_period = kNever;
+  c.overlap = 0.5;
+  InProcessCommunicator comm(3);
+  Trainer t(c, tiny(), data(), comm);
+  for (std::int64_t s = 0; s < t.total_steps(); ++s) t.step();
+  for (int w = 0; w < 3; ++w) {
+    ShardSampler sampler(t.shard_of(w), c.seed, w);
+    const at::Tensor reference = plain_sgd(c, t.total_steps(), [&] { return next_indices(sampler, c.batch_size); });
+    EXPECT_TRUE(at::equal(t.replica(w).params(), reference)) << "worker " << w;
+  }
+  EXPECT_FALSE(at::equal(t.replica(0).params(), t.replica(1).params()));
+}
+
+TEST(Training, LocalSgdAveragesEveryHStepsAndGroupsWithinGroups) {
+  RunConfig c = base_config();
+  c.workers = 4;
+  c.sync_period = 6;
+  c.group_size = 2;
+  c.group_sync_period = 2;
+  InProcessCommunicator comm(4);
+  Trainer t(c, tiny(), data(), comm);
+  for (int s = 1; s <= 6; ++s) {
+    t.step();
+    const bool groups_equal = at::equal(t.replica(0).params(), t.replica(1).params()) &&
+                              at::equal(t.replica(2).params(), t.replica(3).params());
+    const bool all_equal = groups_equal && at::equal(t.replica(0).params(), t.replica(2).params());
+    EXPECT_EQ(groups_equal, s % 2 == 0) << "step " << s;
+    EXPECT_EQ(all_equal, s == 6) << "step " << s;
+  }
+  const RunResult r = t.run();
+  ASSERT_GE(r.syncs.step.size(), 2u);
+  EXPECT_EQ(r.syncs.level[0], 1);
+  EXPECT_GT(r.syncs.divergence[0], 0.0);
+}
+
+TEST(Training, PostLocalSgdIsSynchronousUntilTheSwitchEpoch) {
+  RunConfig c = base_config();
+  c.workers = 2;
+  c.epochs = 2;
+  c.sync_period = 5;
+  c.local_sgd_from_epoch = 1;
+  InProcessCommunicator comm(2);
+  Trainer t(c, tiny(), data(), comm);
+  for (std::int64_t s = 1; s <= t.steps_per_epoch() + 1; ++s) {
+    t.step();
+    EXPECT_EQ(at::equal(t.replica(0).params(), t.replica(1).params()), s <= t.steps_per_epoch()) << "step " << s;
+  }
+}
+
+TEST(Training, SameSeedSameBitsOtherSeedOtherBits) {
+  RunConfig c = base_config();
+  c.workers = 4;
+  c.sync_period = 3;
+  c.overlap = 0.25;
+  c.validation_fraction = 0.1;
+  c.eval_every = 5;
+  auto run = [&](std::uint64_t seed) {
+    RunConfig k = c;
+    k.seed = seed;
+    InProcessCommunicator comm(4);
+    return train_run(k, tiny(), data(), comm);
+  };
+  const RunResult a = run(7), b = run(7), other = run(8);
+  EXPECT_EQ(a.train.loss, b.train.loss);
+  EXPECT_EQ(a.train.lr, b.train.lr);
+  EXPECT_EQ(a.train.samples, b.train.samples);
+  EXPECT_EQ(a.train.comm_bytes, b.train.comm_bytes);
+  EXPECT_EQ(a.eval.test_loss, b.eval.test_loss);
+  EXPECT_EQ(a.eval.test_accuracy, b.eval.test_accuracy);
+  EXPECT_EQ(a.eval.val_loss, b.eval.val_loss);
+  EXPECT_EQ(a.eval.worker_divergence, b.eval.worker_divergence);
+  EXPECT_EQ(a.syncs.divergence, b.syncs.divergence);
+  EXPECT_NE(a.train.loss, other.train.loss);
+  EXPECT_NE(a.eval.test_loss, other.eval.test_loss);
+  // 432 training samples after the 10 % validation split, W b = 64: 6 steps; evaluations at 5 and 6.
+  EXPECT_EQ(a.eval.step, (std::vector<std::int64_t>{5, 6}));
+  EXPECT_EQ(a.train.step.size(), 6u);
+}
+
+TEST(Training, ALossThatIsNotFiniteEndsTheRunAsDiverged) {
+  RunConfig c = base_config();
+  c.lr = 1e6;
+  InProcessCommunicator comm(1);
+  const RunResult r = train_run(c, tiny(), data(), comm);
+  EXPECT_EQ(r.summary.status, RunStatus::diverged);
+  EXPECT_LT(r.summary.steps, 30);
+  EXPECT_FALSE(std::isfinite(r.train.loss.back()));
+}
+
+TEST(Training, BatchLargerThanTheDataIsAConfigError) {
+  RunConfig c = base_config();
+  c.workers = 8;
+  c.batch_size = 100;
+  InProcessCommunicator comm(8);
+  try {
+    Trainer t(c, tiny(), data(), comm);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--batch_size: '100' is too large: workers x batch_size = 800 exceeds the 480"),
+              std::string::npos) << e.what();
+  }
+}
