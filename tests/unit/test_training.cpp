@@ -222,3 +222,36 @@ TEST(Training, BatchLargerThanTheDataIsAConfigError) {
               std::string::npos) << e.what();
   }
 }
+
+namespace {
+struct TinyBn : Model {
+  TinyBn()
+      : fc(register_module("fc", torch::nn::Linear(784, 16))),
+        bn(register_module("bn", torch::nn::BatchNorm1d(16))),
+        out(register_module("out", torch::nn::Linear(16, 10))) {}
+  at::Tensor forward(const at::Tensor& x) override { return out(torch::relu(bn(fc(x.flatten(1))))); }
+  torch::nn::Linear fc;
+  torch::nn::BatchNorm1d bn;
+  torch::nn::Linear out;
+};
+}  // namespace
+
+TEST(Training, MomentumAndBatchNormStatisticsAreAveragedAsConfigured) {
+  for (bool average : {false, true}) {
+    RunConfig c = base_config();
+    c.workers = 2;
+    c.sync_period = 3;
+    c.average_momentum = average;
+    c.average_buffers = average;
+    InProcessCommunicator comm(2);
+    Trainer t(c, [] { return std::make_shared<TinyBn>(); }, data(), comm);
+    EXPECT_EQ(t.replica(0).buffers().numel(), 32);  // running mean and variance
+    for (int s = 0; s < 3; ++s) t.step();
+    EXPECT_TRUE(at::equal(t.replica(0).params(), t.replica(1).params()));
+    EXPECT_EQ(at::equal(t.replica(0).momentum(), t.replica(1).momentum()), average);
+    EXPECT_EQ(at::equal(t.replica(0).buffers(), t.replica(1).buffers()), average);
+    // The running statistics really live in the flat buffer the engine averages.
+    EXPECT_EQ(t.replica(0).buffers().data_ptr<float>(),
+              t.replica(0).model().named_buffers()["bn.running_mean"].data_ptr<float>());
+  }
+}
