@@ -56,8 +56,6 @@ std::string num(double v) {
   return buf;
 }
 
-std::string period(int p) { return p == kNever ? "never" : std::to_string(p); }
-
 void require(bool ok, const std::string& option, const std::string& value, const std::string& allowed) {
   if (!ok) throw ConfigError(option, value, allowed);
 }
@@ -93,45 +91,52 @@ double RunConfig::peak_lr() const {
   return base;
 }
 
-std::vector<std::pair<std::string, std::string>> RunConfig::key_values() const {
+std::string to_text(const ConfigValue& v) {
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&v)) return num(*d);
+  return std::get<std::string>(v);
+}
+
+KeyValues RunConfig::key_values() const {
   std::string milestones;
   for (double m : lr_milestones) milestones += (milestones.empty() ? "" : ",") + num(m);
+  using I = std::int64_t;
   return {
       {"dataset", dataset},
-      {"validation_fraction", num(validation_fraction)},
-      {"workers", std::to_string(workers)},
-      {"overlap", num(overlap)},
+      {"validation_fraction", validation_fraction},
+      {"workers", I(workers)},
+      {"overlap", overlap},
       {"overlap_mode", to_string(overlap_mode)},
       {"granularity", to_string(granularity)},
-      {"block_size", std::to_string(block_size)},
+      {"block_size", I(block_size)},
       {"order", to_string(order)},
       {"shard_owner", to_string(shard_owner)},
-      {"sync_period", period(sync_period)},
-      {"local_sgd_from_epoch", std::to_string(local_sgd_from_epoch)},
-      {"group_size", std::to_string(group_size)},
-      {"group_sync_period", period(group_sync_period)},
-      {"average_momentum", average_momentum ? "true" : "false"},
-      {"average_buffers", average_buffers ? "true" : "false"},
+      {"sync_period", I(sync_period)},
+      {"local_sgd_from_epoch", I(local_sgd_from_epoch)},
+      {"group_size", I(group_size)},
+      {"group_sync_period", I(group_sync_period)},
+      {"average_momentum", I(average_momentum)},
+      {"average_buffers", I(average_buffers)},
       {"optimizer", to_string(optimizer)},
-      {"momentum", num(momentum)},
-      {"weight_decay", num(weight_decay)},
-      {"batch_size", std::to_string(batch_size)},
-      {"lr", num(lr)},
-      {"batch_lr_ratio", num(batch_lr_ratio)},
+      {"momentum", momentum},
+      {"weight_decay", weight_decay},
+      {"batch_size", I(batch_size)},
+      {"lr", lr},
+      {"batch_lr_ratio", batch_lr_ratio},
       {"lr_scaling", to_string(lr_scaling)},
-      {"lr_base_batch", std::to_string(lr_base_batch)},
-      {"warmup_epochs", num(warmup_epochs)},
+      {"lr_base_batch", I(lr_base_batch)},
+      {"warmup_epochs", warmup_epochs},
       {"warmup_start", to_string(warmup_start)},
       {"schedule", to_string(schedule)},
       {"lr_milestones", milestones},
-      {"lr_decay", num(lr_decay)},
-      {"lr_end_factor", num(lr_end_factor)},
-      {"lr_decay_steps", std::to_string(lr_decay_steps)},
-      {"epochs", std::to_string(epochs)},
-      {"eval_every", std::to_string(eval_every)},
-      {"eval_batch", std::to_string(eval_batch)},
-      {"seed", std::to_string(seed)},
-      {"data_seed", std::to_string(data_seed)},
+      {"lr_decay", lr_decay},
+      {"lr_end_factor", lr_end_factor},
+      {"lr_decay_steps", I(lr_decay_steps)},
+      {"epochs", I(epochs)},
+      {"eval_every", I(eval_every)},
+      {"eval_batch", I(eval_batch)},
+      {"seed", I(seed)},
+      {"data_seed", I(data_seed)},
   };
 }
 

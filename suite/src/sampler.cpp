@@ -14,6 +14,16 @@ ShardSampler::ShardSampler(std::vector<std::int64_t> shard, std::uint64_t seed, 
   position_ = shard_.size();  // the first call starts a pass
 }
 
+void ShardSampler::restore(const State& s) {
+  if (s.order.size() != shard_.size() || s.position < 0 || std::size_t(s.position) > shard_.size()) {
+    throw Error("ShardSampler: checkpointed state does not fit this shard");
+  }
+  shard_ = s.order;
+  position_ = std::size_t(s.position);
+  passes_ = s.passes;
+  rng_ = Rng(s.rng);
+}
+
 void ShardSampler::next(std::int64_t* out, std::int64_t count) {
   for (std::int64_t i = 0; i < count; ++i) {
     if (position_ == shard_.size()) {

@@ -7,9 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 
 #include "dpstudy/assignment.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/fault.hpp"
+#include "dpstudy/results.hpp"
 #include "dpstudy/rng.hpp"
 
 namespace dpstudy {
@@ -120,6 +123,7 @@ double Trainer::step() {
   const double lr = lr_->at(t);
   const bool synchronous = c.sync_period == 1 || t / steps_per_epoch_ < c.local_sgd_from_epoch;
   double loss_sum = 0;
+  last_worker_loss_.resize(replicas_.size());
   for (std::size_t w = 0; w < replicas_.size(); ++w) {
     samplers_[w].next(batch_idx_[w].data_ptr<std::int64_t>(), c.batch_size);
     at::index_select_out(batch_x_[w], data_.train_x, 0, batch_idx_[w]);
@@ -128,7 +132,8 @@ double Trainer::step() {
     r.grads().zero_();
     at::Tensor loss = at::cross_entropy_loss(r.model().forward(batch_x_[w]), batch_y_[w]);
     loss.backward();
-    loss_sum += loss.item<double>();
+    last_worker_loss_[w] = loss.item<double>();
+    loss_sum += last_worker_loss_[w];
   }
   if (synchronous && c.workers > 1) {
     const auto t0 = Clock::now();
@@ -186,9 +191,9 @@ void Trainer::average_parameters(int count, int level) {
                  (c.average_buffers ? buffers_[0].numel() * std::int64_t(buffers_[0].element_size()) : 0);
   last_divergence_ = distance / double(c.workers);
   identical_ = level == 2;
-  syncs_.step.push_back(step_);
-  syncs_.level.push_back(level);
-  syncs_.divergence.push_back(last_divergence_);
+  result_.syncs.step.push_back(step_);
+  result_.syncs.level.push_back(level);
+  result_.syncs.divergence.push_back(last_divergence_);
   comm_s_ += seconds_since(t0);
 }
 
@@ -237,9 +242,9 @@ void Trainer::evaluate_into(RunResult& r, double train_loss) {
   e.worker_divergence.push_back(last_divergence_);
 }
 
-RunResult Trainer::run(ProgressSink* progress) {
+RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoint) {
   const RunConfig& c = config_;
-  RunResult r;
+  RunResult& r = result_;
   r.assignment = assignment_;
   if (progress) {
     char line[400];
@@ -252,23 +257,26 @@ RunResult Trainer::run(ProgressSink* progress) {
                   assignment_.mean_size, (long long)assignment_.max_size, (long long)assignment_.covered,
                   assignment_.mean_intersection, assignment_.mean_overlap_fraction);
     progress->message(line);
+    if (step_ > 0) progress->message("# resumed from a checkpoint at step " + std::to_string(step_));
   }
   const auto t0 = Clock::now();
+  auto elapsed = [&] { return elapsed_before_ + seconds_since(t0); };
+  double last_checkpoint_s = elapsed();
   const std::int64_t total = total_steps();
-  double loss_since_eval = 0;
-  std::int64_t steps_since_eval = 0;
   TrainSeries& tr = r.train;
   while (step_ < total) {
     const double lr = lr_->at(step_);
     const double loss = step();
+    kill_point("step");
     tr.step.push_back(step_);
     tr.epoch.push_back(double(step_) / double(steps_per_epoch_));
     tr.loss.push_back(loss);
     tr.lr.push_back(lr);
     tr.samples.push_back(step_ * c.workers * c.batch_size);
-    tr.time_s.push_back(seconds_since(t0));
+    tr.time_s.push_back(elapsed());
     tr.comm_s.push_back(comm_s_);
     tr.comm_bytes.push_back(comm_bytes_);
+    tr.worker_loss.insert(tr.worker_loss.end(), last_worker_loss_.begin(), last_worker_loss_.end());
     ProgressEvent ev{step_, total, int((step_ - 1) / steps_per_epoch_) + 1, c.epochs, loss, -1, lr,
                      tr.time_s.back(), false};
     if (!std::isfinite(loss)) {
@@ -276,24 +284,32 @@ RunResult Trainer::run(ProgressSink* progress) {
       if (progress) progress->message("# diverged: the training loss is not finite at step " + std::to_string(step_));
       break;
     }
-    loss_since_eval += loss;
-    ++steps_since_eval;
+    loss_since_eval_ += loss;
+    ++steps_since_eval_;
     const bool epoch_end = step_ % steps_per_epoch_ == 0;
     if (epoch_end || (c.eval_every > 0 && step_ % c.eval_every == 0)) {
-      evaluate_into(r, loss_since_eval / double(steps_since_eval));
-      loss_since_eval = 0;
-      steps_since_eval = 0;
+      evaluate_into(r, loss_since_eval_ / double(steps_since_eval_));
+      loss_since_eval_ = 0;
+      steps_since_eval_ = 0;
       ev.evaluation = true;
       ev.test_accuracy = r.eval.test_accuracy.back();
-      ev.elapsed_s = seconds_since(t0);
+      ev.elapsed_s = elapsed();
     }
     if (progress) progress->progress(ev);
+    if (!checkpoint.path.empty() && step_ < total &&
+        ((checkpoint.every_steps > 0 && step_ % checkpoint.every_steps == 0) ||
+         (checkpoint.interval_s > 0 && elapsed() - last_checkpoint_s >= checkpoint.interval_s))) {
+      elapsed_before_ += seconds_since(t0);
+      save_checkpoint(checkpoint.path);
+      elapsed_before_ -= seconds_since(t0);
+      last_checkpoint_s = elapsed();
+    }
   }
   RunSummary& s = r.summary;
   s.steps = step_;
   s.steps_per_epoch = steps_per_epoch_;
   s.parameters = eval_->parameter_count();
-  s.wall_time_s = seconds_since(t0);
+  s.wall_time_s = elapsed();
   s.samples_per_s = double(step_ * c.workers * c.batch_size) / std::max(s.wall_time_s, 1e-9);
   if (!r.eval.step.empty()) {
     s.final_test_accuracy = r.eval.test_accuracy.back();
@@ -303,8 +319,106 @@ RunResult Trainer::run(ProgressSink* progress) {
   } else {
     s.final_test_accuracy = s.final_test_loss = s.final_val_accuracy = s.best_test_accuracy = kNaN;
   }
-  r.syncs = syncs_;
   return r;
+}
+
+std::string Trainer::config_text() const {
+  std::string text;
+  for (const auto& [k, v] : config_.key_values()) text += k + "=" + to_text(v) + "\n";
+  return text;
+}
+
+namespace {
+
+std::vector<std::int64_t> as_ints(const at::Tensor& bytes) {
+  const at::Tensor b = bytes.contiguous();
+  const auto* p = b.data_ptr<std::uint8_t>();
+  return std::vector<std::int64_t>(p, p + b.numel());
+}
+
+void write_tensor(h5::Group& g, const std::string& name, const at::Tensor& t) {
+  const at::Tensor cpu = t.to(at::kCPU).contiguous();
+  g.write_floats(name, cpu.data_ptr<float>(), cpu.numel());
+}
+
+void read_tensor(const h5::Group& g, const std::string& name, at::Tensor& t) {
+  const std::vector<float> v = g.read_floats(name);
+  if (std::int64_t(v.size()) != t.numel()) throw Hdf5Error("checkpoint", name + " has the wrong size");
+  t.copy_(at::from_blob(const_cast<float*>(v.data()), {t.numel()}, at::kFloat));
+}
+
+}  // namespace
+
+void Trainer::save_checkpoint(const std::string& path) {
+  result_.assignment = assignment_;
+  write_hdf5_atomically(
+      path,
+      [&](h5::Group& root) {
+        root.set("schema", kCheckpointSchema);
+        root.set("config", config_text());
+        root.set("step", step_);
+        root.set("identical", std::int64_t(identical_));
+        root.set("comm_bytes", comm_bytes_);
+        root.set("comm_s", comm_s_);
+        root.set("last_divergence", last_divergence_);
+        root.set("elapsed_s", elapsed_before_);
+        root.set("loss_since_eval", loss_since_eval_);
+        root.set("steps_since_eval", steps_since_eval_);
+        root.write("generator", as_ints(at::detail::getDefaultCPUGenerator().get_state()));
+        h5::Group workers = root.create_group("workers");
+        for (std::size_t w = 0; w < replicas_.size(); ++w) {
+          h5::Group g = workers.create_group(std::to_string(comm_.first_local_worker() + int(w)));
+          write_tensor(g, "params", replicas_[w]->params());
+          write_tensor(g, "momentum", replicas_[w]->momentum());
+          write_tensor(g, "buffers", replicas_[w]->buffers());
+          const ShardSampler::State st = samplers_[w].state();
+          g.write("sampler_order", st.order);
+          g.set("sampler_position", st.position);
+          g.set("sampler_passes", st.passes);
+          g.set("sampler_rng", std::int64_t(st.rng));
+        }
+        write_series(root, result_, config_.workers);
+      },
+      "checkpoint-write");
+}
+
+void Trainer::restore_checkpoint(const std::string& path) {
+  const h5::File file = h5::File::open_read(path);
+  const h5::Group root = file.root();
+  if (!root.has_attr("schema") || root.get_string("schema") != kCheckpointSchema) {
+    throw DataError(path, std::string("not a ") + kCheckpointSchema + " file");
+  }
+  if (root.get_string("config") != config_text()) throw DataError(path, "is a checkpoint of another configuration");
+  const h5::Group workers = root.open_group("workers");
+  for (std::size_t w = 0; w < replicas_.size(); ++w) {
+    const h5::Group g = workers.open_group(std::to_string(comm_.first_local_worker() + int(w)));
+    read_tensor(g, "params", replicas_[w]->params());
+    read_tensor(g, "momentum", replicas_[w]->momentum());
+    read_tensor(g, "buffers", replicas_[w]->buffers());
+    ShardSampler::State st;
+    st.order = g.read_ints("sampler_order");
+    st.position = g.get_int("sampler_position");
+    st.passes = g.get_int("sampler_passes");
+    st.rng = std::uint64_t(g.get_int("sampler_rng"));
+    samplers_[w].restore(st);
+  }
+  const std::vector<std::int64_t> gen = root.read_ints("generator");
+  at::Tensor state = at::empty({std::int64_t(gen.size())}, at::kByte);
+  for (std::size_t i = 0; i < gen.size(); ++i) state.data_ptr<std::uint8_t>()[i] = std::uint8_t(gen[i]);
+  at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the global generator
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(state);
+  }
+  step_ = root.get_int("step");
+  identical_ = root.get_int("identical") != 0;
+  comm_bytes_ = root.get_int("comm_bytes");
+  comm_s_ = root.get_double("comm_s");
+  last_divergence_ = root.get_double("last_divergence");
+  elapsed_before_ = root.get_double("elapsed_s");
+  loss_since_eval_ = root.get_double("loss_since_eval");
+  steps_since_eval_ = root.get_int("steps_since_eval");
+  result_ = read_series(root);
 }
 
 RunResult train_run(const RunConfig& config, const ModelFactory& factory, const TrainingData& data,

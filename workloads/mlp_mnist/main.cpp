@@ -49,20 +49,27 @@ dpstudy::Workload mlp_mnist() {
   w.defaults.momentum = 0.9;
   w.defaults.epochs = 2;
   auto hidden = std::make_shared<std::string>("512,512");
+  auto widths = std::make_shared<std::vector<std::int64_t>>();
   w.model_options = [hidden](boost::program_options::options_description& d) {
     d.add_options()("hidden", boost::program_options::value(hidden.get())->default_value(*hidden),
                     "hidden layer widths, comma-separated");
   };
-  w.make_model = [hidden](const dpstudy::DatasetSpec& spec) -> dpstudy::ModelFactory {
-    std::vector<std::int64_t> widths;
+  w.make_model = [hidden, widths](const dpstudy::DatasetSpec& spec) -> dpstudy::ModelFactory {
+    widths->clear();
     for (double v : dpstudy::parse_number_list("hidden", *hidden)) {
       if (v < 1 || v != std::int64_t(v)) throw dpstudy::ConfigError("hidden", *hidden, "must be whole numbers >= 1");
-      widths.push_back(std::int64_t(v));
+      widths->push_back(std::int64_t(v));
     }
     const std::int64_t inputs = std::int64_t(spec.channels) * spec.height * spec.width;
     const std::int64_t classes = spec.classes;
-    return [=] { return std::make_shared<Mlp>(inputs, widths, classes); };
+    return [inputs, sizes = *widths, classes] { return std::make_shared<Mlp>(inputs, sizes, classes); };
   };
+  w.model_values = [widths]() -> dpstudy::KeyValues {
+    std::string text;
+    for (auto v : *widths) text += (text.empty() ? "" : ",") + std::to_string(v);
+    return {{"hidden", text}};
+  };
+  w.list_keys = {"hidden"};
   return w;
 }
 

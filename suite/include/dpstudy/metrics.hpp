@@ -20,6 +20,7 @@ struct TrainSeries {
   std::vector<double> time_s;          // wall time since training began
   std::vector<double> comm_s;          // wall time spent averaging so far
   std::vector<std::int64_t> comm_bytes;  // bytes averaged per worker so far
+  std::vector<double> worker_loss;     // [step][worker], row-major: each worker's minibatch loss
 };
 
 // One row per evaluation (every eval_every steps and at the end of each epoch).

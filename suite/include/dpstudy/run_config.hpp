@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace dpstudy {
@@ -18,6 +19,13 @@ enum class OptimizerKind { sgd, momentum, nesterov };
 enum class LrScaling { none, linear, sqrt };
 enum class LrSchedule { constant, step, cosine, linear };
 enum class WarmupStart { zero, base };
+
+// A parameter's value, typed as it is stored (HDF5 attributes, index columns).
+using ConfigValue = std::variant<std::int64_t, double, std::string>;
+// The text form, as on the command line ("never" for kNever periods is kept
+// by the caller); doubles in the shortest form that reads back exactly.
+std::string to_text(const ConfigValue& v);
+using KeyValues = std::vector<std::pair<std::string, ConfigValue>>;
 
 // Sync periods: a whole number of steps >= 1, or never.
 constexpr int kNever = -1;
@@ -69,9 +77,10 @@ struct RunConfig {
   int shard_owners() const { return shard_owner == ShardOwner::group ? workers / group_size : workers; }
   // The peak learning rate after the scaling rule (docs/engine.md).
   double peak_lr() const;
-  // Every parameter as (key, value text), in a fixed order: printed at run
-  // start, and the basis of run ids and the stored config.
-  std::vector<std::pair<std::string, std::string>> key_values() const;
+  // Every parameter as (key, typed value), in a fixed order: printed at run
+  // start, the basis of run ids, and the stored config. Periods are integers
+  // (-1 = never), booleans 0/1, enums and lists their text.
+  KeyValues key_values() const;
 };
 
 // Throws ConfigError naming the option, the value and what is allowed.

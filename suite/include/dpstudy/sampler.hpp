@@ -18,6 +18,15 @@ class ShardSampler {
   std::int64_t passes() const { return passes_; }
   const std::vector<std::int64_t>& shard() const { return shard_; }
 
+  // Everything needed to continue the stream exactly (checkpoints).
+  struct State {
+    std::vector<std::int64_t> order;
+    std::int64_t position = 0, passes = 0;
+    std::uint64_t rng = 0;
+  };
+  State state() const { return {shard_, std::int64_t(position_), passes_, rng_.state()}; }
+  void restore(const State& s);
+
  private:
   std::vector<std::int64_t> shard_;  // reshuffled in place at the start of each pass
   Rng rng_;

@@ -28,6 +28,13 @@ struct TrainingData {
 };
 TrainingData prepare_data(const Dataset& train, const Dataset& test);
 
+// When a run saves its full state, so that a killed run resumes where it was.
+struct CheckpointPolicy {
+  std::string path;            // empty: never
+  double interval_s = 0;       // every this many seconds of training (0: not by time)
+  std::int64_t every_steps = 0;  // every this many steps (0: not by steps)
+};
+
 class Trainer {
  public:
   // Validates the config against the data (W * b <= N, ...) and builds the
@@ -35,8 +42,17 @@ class Trainer {
   Trainer(RunConfig config, const ModelFactory& factory, const TrainingData& data, Communicator& comm);
   ~Trainer();
 
-  // Trains to the end or until the loss is not finite; reports to `progress`.
-  RunResult run(ProgressSink* progress = nullptr);
+  // Trains to the end or until the loss is not finite; reports to `progress`;
+  // checkpoints as `checkpoint` says. Continues from the current step.
+  RunResult run(ProgressSink* progress = nullptr, const CheckpointPolicy& checkpoint = {});
+
+  // Saves / restores the full state: replicas, optimiser state, samplers, the
+  // random generator, the series so far. A restored run ends bit for bit as an
+  // uninterrupted one (time columns aside). restore() throws DataError if the
+  // file is not a checkpoint of this very configuration.
+  void save_checkpoint(const std::string& path);
+  void restore_checkpoint(const std::string& path);
+  std::int64_t current_step() const { return step_; }
 
   // For tests and tools: the state between steps.
   std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
@@ -55,6 +71,7 @@ class Trainer {
   void average_parameters(int count, int level);
   Evaluation evaluate(const at::Tensor& x, const at::Tensor& y, const at::Tensor* index);
   void evaluate_into(RunResult& r, double train_loss);
+  std::string config_text() const;
   bool replicas_identical() const { return identical_; }
 
   RunConfig config_;
@@ -75,8 +92,11 @@ class Trainer {
   bool identical_ = true;
   double comm_s_ = 0, last_divergence_ = 0;
   std::int64_t comm_bytes_ = 0;
-  SyncSeries syncs_;
+  std::vector<double> last_worker_loss_;
+  RunResult result_;  // the series so far
   AssignmentStats assignment_;
+  double loss_since_eval_ = 0, elapsed_before_ = 0;
+  std::int64_t steps_since_eval_ = 0;
 };
 
 // Builds a Trainer and runs it.

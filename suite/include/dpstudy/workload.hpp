@@ -24,11 +24,16 @@ struct Workload {
   std::function<void(boost::program_options::options_description&)> model_options;
   // After parsing: the factory for the dataset chosen (its shape and classes).
   std::function<ModelFactory(const DatasetSpec&)> make_model;
+  // After parsing: the model's options as resolved (part of the run id and stored config).
+  std::function<KeyValues()> model_values;
+  // Model options whose single value is a comma list (axes of them use '|').
+  std::vector<std::string> list_keys;
 };
 
-// Parses the command line, loads the data, trains, prints progress and the
-// result table. Exit status: 0 done (a diverged run is a result, not an error),
-// 1 runtime error, 2 bad usage or option value, 3 --expect_accuracy not met.
+// Parses the command line (and a study file), loads the data, trains one run or
+// a whole study (HDF5 results, resume), prints progress and results.
+// Exit status: 0 done (a diverged run is a result, not an error), 1 runtime
+// error, 2 bad usage or option value, 3 --expect_accuracy not met.
 int workload_main(int argc, char** argv, const Workload& workload);
 
 }  // namespace dpstudy

@@ -1,0 +1,11 @@
+// A fault-injection point for the kill-and-resume tests: when the environment
+// variable DPSTUDY_TEST_KILL_AT is "NAME:K", the K-th call of kill_point("NAME")
+// in this process sends SIGKILL to itself, a real kill at a chosen moment
+// (mid-run, inside a checkpoint, a run file or the index). Unset, it does nothing.
+#pragma once
+
+namespace dpstudy {
+
+void kill_point(const char* name);
+
+}  // namespace dpstudy

@@ -1,0 +1,102 @@
+// The one layer between dpstudy and the HDF5 C library. Every call is checked;
+// a failure becomes an Hdf5Error carrying the file path, what was being done and
+// HDF5's own error stack. Nothing else in dpstudy includes hdf5.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dpstudy/error.hpp"
+
+namespace dpstudy {
+
+class Hdf5Error : public Error {
+ public:
+  Hdf5Error(const std::string& path, const std::string& what) : Error(path + ": " + what), path_(path) {}
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+};
+
+namespace h5 {
+
+using hid = std::int64_t;  // hid_t, kept opaque so hdf5.h stays out of this header
+
+// A group (or the file's root group). Attributes and 1-D datasets, one call each.
+class Group {
+ public:
+  Group(hid id, std::string path, std::string name);
+  ~Group();
+  Group(Group&& other) noexcept;
+  Group& operator=(Group&&) = delete;
+  Group(const Group&) = delete;
+
+  Group create_group(const std::string& name);
+  Group open_group(const std::string& name) const;
+  bool has(const std::string& name) const;
+  std::vector<std::string> members() const;
+
+  void set(const std::string& attr, const std::string& value);
+  void set(const std::string& attr, const char* value) { set(attr, std::string(value)); }
+  void set(const std::string& attr, std::int64_t value);
+  void set(const std::string& attr, double value);
+  bool has_attr(const std::string& attr) const;
+  std::vector<std::string> attr_names() const;
+  // Attribute type: 'i' integer, 'f' float, 's' string.
+  char attr_kind(const std::string& attr) const;
+  std::string get_string(const std::string& attr) const;
+  std::int64_t get_int(const std::string& attr) const;
+  double get_double(const std::string& attr) const;
+
+  // 1-D datasets; `unit` (if not empty) becomes the dataset's "units" attribute.
+  void write(const std::string& name, const std::vector<double>& v, const std::string& unit = "");
+  void write(const std::string& name, const std::vector<std::int64_t>& v, const std::string& unit = "");
+  void write(const std::string& name, const std::vector<std::int32_t>& v, const std::string& unit = "");
+  void write(const std::string& name, const std::vector<std::string>& v, const std::string& unit = "");
+  // Float32 data, bit for bit (checkpoints of model state).
+  void write_floats(const std::string& name, const float* data, std::int64_t count);
+  std::vector<float> read_floats(const std::string& name) const;
+  // A 2-D dataset [rows, cols] of doubles, row-major.
+  void write_matrix(const std::string& name, const std::vector<double>& v, std::int64_t rows, std::int64_t cols,
+                    const std::string& unit = "");
+  std::vector<double> read_doubles(const std::string& name) const;
+  std::vector<std::int64_t> read_ints(const std::string& name) const;
+  std::vector<std::string> read_strings(const std::string& name) const;
+  // Dataset type: 'i', 'f' or 's'.
+  char dataset_kind(const std::string& name) const;
+  // A link `name` to object `object` in another file (path relative to this file).
+  void link_external(const std::string& name, const std::string& file, const std::string& object);
+
+ private:
+  hid id_;
+  std::string path_;  // file path, for errors
+  std::string name_;  // object name, for errors
+};
+
+class File {
+ public:
+  // Creates (truncating) or opens read-only. Throws Hdf5Error naming the path.
+  static File create(const std::string& path);
+  static File open_read(const std::string& path);
+  ~File();
+  File(File&& other) noexcept;
+  File(const File&) = delete;
+  // A handle on "/"; destroy every Group before close().
+  Group root() const;
+  // Flushes and closes; throws on failure (a full disk shows here).
+  void close();
+  const std::string& path() const { return path_; }
+
+ private:
+  File(hid id, std::string path);
+  hid id_;
+  std::string path_;
+};
+
+// The library's version, e.g. "1.10.8".
+std::string library_version();
+
+}  // namespace h5
+}  // namespace dpstudy

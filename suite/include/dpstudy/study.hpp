@@ -1,0 +1,51 @@
+// Studies: the keys of a study file and the command line turned into a list of
+// runs (the cartesian product of every multi-valued key, times the seeds, less
+// the excluded combinations), each with a stable run id. See docs/studies.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dpstudy/run_config.hpp"
+
+namespace dpstudy {
+
+// Key -> raw text, in the order keys are declared (not the order given).
+using RawValues = std::vector<std::pair<std::string, std::string>>;
+
+// Reads a study file (INI; [sections] only group keys: "[sweep] workers = 1,2"
+// and "workers = 1,2" are the same key). Throws UsageError naming the file and
+// key for unknown keys (with the closest known one), repeated keys and empty values.
+RawValues read_study_file(const std::string& path, const std::vector<std::string>& known_keys,
+                          std::string* text);
+
+// The closest of `candidates` to `key` (edit distance), for "did you mean".
+std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);
+
+// One axis value list: "a,b,c" (for list-valued keys such as lr_milestones:
+// "150,225 | 100,150"). Throws ConfigError for empty values.
+std::vector<std::string> split_axis(const std::string& key, const std::string& text, bool list_valued);
+
+// `seeds`: a count n (seeds 1..n) or an explicit list.
+std::vector<std::string> expand_seeds(const std::string& text);
+
+// exclude = "sync_period=1 & overlap>0; workers=1 & overlap>0": rules separated
+// by ';', comparisons (=, !=, <, <=, >, >=) joined by '&'; numbers compare as
+// numbers, other values as text.
+struct Comparison {
+  std::string key, op, value;
+};
+using ExcludeRule = std::vector<Comparison>;
+std::vector<ExcludeRule> parse_exclude(const std::string& text, const std::vector<std::string>& known_keys);
+bool is_excluded(const std::vector<ExcludeRule>& rules, const RawValues& combination);
+
+// The cartesian product of the axes, first key outermost.
+std::vector<RawValues> cartesian_product(const std::vector<std::pair<std::string, std::vector<std::string>>>& axes);
+
+// A stable id: the first 16 hex digits of the SHA-256 of "workload=..." and
+// every key=value of `values` (the resolved, result-affecting parameters).
+std::string run_id(const std::string& workload, const KeyValues& values);
+
+}  // namespace dpstudy

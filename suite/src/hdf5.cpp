@@ -1,0 +1,351 @@
+#include "dpstudy/hdf5.hpp"
+
+#include <hdf5.h>
+
+#include <cstring>
+#include <functional>
+
+namespace dpstudy::h5 {
+namespace {
+
+// HDF5 prints its error stack itself unless told not to; we collect it instead.
+void silence_library() {
+  static const bool done = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)done;
+}
+
+herr_t collect(unsigned n, const H5E_error2_t* e, void* out) {
+  auto& s = *static_cast<std::string*>(out);
+  if (n < 3) {  // walked upward: the innermost frames, where the cause (errno, ...) is
+    s += std::string(n ? "; " : "") + (e->func_name ? e->func_name : "?") + ": " + (e->desc ? e->desc : "?");
+  }
+  return 0;
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  std::string stack;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect, &stack);
+  H5Eclear2(H5E_DEFAULT);
+  throw Hdf5Error(path, what + (stack.empty() ? "" : " (HDF5: " + stack + ")"));
+}
+
+// Owns one identifier and closes it with the right function.
+class Id {
+ public:
+  Id(hid_t id, herr_t (*close)(hid_t), const std::string& path, const std::string& what) : id_(id), close_(close) {
+    if (id < 0) fail(path, what);
+  }
+  ~Id() { close_(id_); }
+  Id(const Id&) = delete;
+  operator hid_t() const { return id_; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+void check(herr_t rc, const std::string& path, const std::string& what) {
+  if (rc < 0) fail(path, what);
+}
+
+hid_t string_type() {
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, H5T_VARIABLE);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  return t;
+}
+
+}  // namespace
+
+Group::Group(hid id, std::string path, std::string name) : id_(id), path_(std::move(path)), name_(std::move(name)) {}
+
+Group::~Group() {
+  if (id_ >= 0) H5Gclose(hid_t(id_));
+}
+
+Group::Group(Group&& o) noexcept : id_(o.id_), path_(std::move(o.path_)), name_(std::move(o.name_)) { o.id_ = -1; }
+
+Group Group::create_group(const std::string& name) {
+  const hid_t g = H5Gcreate2(hid_t(id_), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (g < 0) fail(path_, "cannot create group " + name);
+  return Group(g, path_, name_ + "/" + name);
+}
+
+Group Group::open_group(const std::string& name) const {
+  const hid_t g = H5Gopen2(hid_t(id_), name.c_str(), H5P_DEFAULT);
+  if (g < 0) fail(path_, "no group " + name + " in " + (name_.empty() ? "/" : name_));
+  return Group(g, path_, name_ + "/" + name);
+}
+
+bool Group::has(const std::string& name) const { return H5Lexists(hid_t(id_), name.c_str(), H5P_DEFAULT) > 0; }
+
+std::vector<std::string> Group::members() const {
+  H5G_info_t info;
+  check(H5Gget_info(hid_t(id_), &info), path_, "cannot list " + name_);
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const ssize_t len =
+        H5Lget_name_by_idx(hid_t(id_), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (len < 0) fail(path_, "cannot list " + name_);
+    std::string s(std::size_t(len) + 1, '\0');
+    H5Lget_name_by_idx(hid_t(id_), ".", H5_INDEX_NAME, H5_ITER_INC, i, s.data(), s.size(), H5P_DEFAULT);
+    s.resize(std::size_t(len));
+    names.push_back(s);
+  }
+  return names;
+}
+
+namespace {
+
+void write_attr(hid_t obj, const std::string& path, const std::string& name, hid_t file_type, hid_t mem_type,
+                const void* data) {
+  if (H5Aexists(obj, name.c_str()) > 0) check(H5Adelete(obj, name.c_str()), path, "cannot replace attribute " + name);
+  Id space(H5Screate(H5S_SCALAR), H5Sclose, path, "dataspace");
+  Id attr(H5Acreate2(obj, name.c_str(), file_type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose, path,
+          "cannot create attribute " + name);
+  check(H5Awrite(attr, mem_type, data), path, "cannot write attribute " + name);
+}
+
+}  // namespace
+
+void Group::set(const std::string& name, const std::string& value) {
+  Id t(string_type(), H5Tclose, path_, "string type");
+  const char* p = value.c_str();
+  write_attr(hid_t(id_), path_, name, t, t, &p);
+}
+
+void Group::set(const std::string& name, std::int64_t value) {
+  write_attr(hid_t(id_), path_, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
+}
+
+void Group::set(const std::string& name, double value) {
+  write_attr(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+}
+
+bool Group::has_attr(const std::string& name) const { return H5Aexists(hid_t(id_), name.c_str()) > 0; }
+
+std::vector<std::string> Group::attr_names() const {
+  std::vector<std::string> names;
+  auto cb = [](hid_t, const char* n, const H5A_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->push_back(n);
+    return 0;
+  };
+  hsize_t idx = 0;
+  check(H5Aiterate2(hid_t(id_), H5_INDEX_NAME, H5_ITER_INC, &idx, cb, &names), path_,
+        "cannot list attributes of " + name_);
+  return names;
+}
+
+namespace {
+
+char kind_of(hid_t type) {
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER: return 'i';
+    case H5T_FLOAT: return 'f';
+    case H5T_STRING: return 's';
+    default: return '?';
+  }
+}
+
+std::string read_string_value(hid_t obj_type, const std::function<herr_t(hid_t, void*)>& read) {
+  if (H5Tis_variable_str(obj_type) > 0) {
+    hid_t mem = string_type();
+    char* p = nullptr;
+    const herr_t rc = read(mem, &p);
+    H5Tclose(mem);
+    if (rc < 0) return std::string("\x01");
+    std::string s = p ? p : "";
+    H5free_memory(p);
+    return s;
+  }
+  std::string s(H5Tget_size(obj_type), '\0');
+  if (read(obj_type, s.data()) < 0) return std::string("\x01");
+  s.resize(std::strlen(s.c_str()));
+  return s;
+}
+
+}  // namespace
+
+char Group::attr_kind(const std::string& name) const {
+  Id attr(H5Aopen(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Aclose, path_, "no attribute " + name + " on " + name_);
+  Id type(H5Aget_type(attr), H5Tclose, path_, "attribute type");
+  return kind_of(type);
+}
+
+std::string Group::get_string(const std::string& name) const {
+  Id attr(H5Aopen(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Aclose, path_, "no attribute " + name + " on " + name_);
+  Id type(H5Aget_type(attr), H5Tclose, path_, "attribute type");
+  if (kind_of(type) != 's') throw Hdf5Error(path_, "attribute " + name + " of " + name_ + " is not a string");
+  const std::string s = read_string_value(type, [&](hid_t mem, void* buf) { return H5Aread(attr, mem, buf); });
+  if (s == "\x01") fail(path_, "cannot read attribute " + name);
+  return s;
+}
+
+std::int64_t Group::get_int(const std::string& name) const {
+  Id attr(H5Aopen(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Aclose, path_, "no attribute " + name + " on " + name_);
+  std::int64_t v = 0;
+  check(H5Aread(attr, H5T_NATIVE_INT64, &v), path_, "cannot read attribute " + name + " as an integer");
+  return v;
+}
+
+double Group::get_double(const std::string& name) const {
+  Id attr(H5Aopen(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Aclose, path_, "no attribute " + name + " on " + name_);
+  double v = 0;
+  check(H5Aread(attr, H5T_NATIVE_DOUBLE, &v), path_, "cannot read attribute " + name + " as a number");
+  return v;
+}
+
+namespace {
+
+void write_dataset(hid_t group, const std::string& path, const std::string& name, hid_t file_type, hid_t mem_type,
+                   const void* data, std::size_t rank, const hsize_t* dims, const std::string& unit) {
+  Id space(H5Screate_simple(int(rank), dims, nullptr), H5Sclose, path, "dataspace for " + name);
+  Id ds(H5Dcreate2(group, name.c_str(), file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose, path,
+        "cannot create dataset " + name);
+  hsize_t count = 1;
+  for (std::size_t i = 0; i < rank; ++i) count *= dims[i];
+  if (count > 0) check(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), path, "cannot write " + name);
+  if (!unit.empty()) {
+    Id t(string_type(), H5Tclose, path, "string type");
+    const char* p = unit.c_str();
+    write_attr(ds, path, "units", t, t, &p);
+  }
+}
+
+}  // namespace
+
+void Group::write(const std::string& name, const std::vector<double>& v, const std::string& unit) {
+  const hsize_t dims[1] = {v.size()};
+  write_dataset(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v.data(), 1, dims, unit);
+}
+
+void Group::write(const std::string& name, const std::vector<std::int64_t>& v, const std::string& unit) {
+  const hsize_t dims[1] = {v.size()};
+  write_dataset(hid_t(id_), path_, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v.data(), 1, dims, unit);
+}
+
+void Group::write(const std::string& name, const std::vector<std::int32_t>& v, const std::string& unit) {
+  const hsize_t dims[1] = {v.size()};
+  write_dataset(hid_t(id_), path_, name, H5T_STD_I32LE, H5T_NATIVE_INT32, v.data(), 1, dims, unit);
+}
+
+void Group::write(const std::string& name, const std::vector<std::string>& v, const std::string& unit) {
+  std::vector<const char*> ptrs;
+  for (const auto& s : v) ptrs.push_back(s.c_str());
+  Id t(string_type(), H5Tclose, path_, "string type");
+  const hsize_t dims[1] = {v.size()};
+  write_dataset(hid_t(id_), path_, name, t, t, ptrs.data(), 1, dims, unit);
+}
+
+void Group::write_floats(const std::string& name, const float* data, std::int64_t count) {
+  const hsize_t dims[1] = {hsize_t(count)};
+  write_dataset(hid_t(id_), path_, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, data, 1, dims, "");
+}
+
+void Group::write_matrix(const std::string& name, const std::vector<double>& v, std::int64_t rows, std::int64_t cols,
+                         const std::string& unit) {
+  if (std::int64_t(v.size()) != rows * cols) throw Hdf5Error(path_, name + ": data does not fill the matrix");
+  const hsize_t dims[2] = {hsize_t(rows), hsize_t(cols)};
+  write_dataset(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v.data(), 2, dims, unit);
+}
+
+namespace {
+
+template <typename T>
+std::vector<T> read_numbers(hid_t group, const std::string& path, const std::string& name, hid_t mem_type) {
+  Id ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, path, "no dataset " + name);
+  Id space(H5Dget_space(ds), H5Sclose, path, "dataspace of " + name);
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  if (n < 0) fail(path, "cannot size " + name);
+  std::vector<T> v(static_cast<std::size_t>(n));
+  if (n > 0) check(H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), path, "cannot read " + name);
+  return v;
+}
+
+}  // namespace
+
+std::vector<double> Group::read_doubles(const std::string& name) const {
+  return read_numbers<double>(hid_t(id_), path_, name, H5T_NATIVE_DOUBLE);
+}
+
+std::vector<float> Group::read_floats(const std::string& name) const {
+  return read_numbers<float>(hid_t(id_), path_, name, H5T_NATIVE_FLOAT);
+}
+
+std::vector<std::int64_t> Group::read_ints(const std::string& name) const {
+  return read_numbers<std::int64_t>(hid_t(id_), path_, name, H5T_NATIVE_INT64);
+}
+
+std::vector<std::string> Group::read_strings(const std::string& name) const {
+  Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
+  Id space(H5Dget_space(ds), H5Sclose, path_, "dataspace of " + name);
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  Id mem(string_type(), H5Tclose, path_, "string type");
+  std::vector<char*> ptrs(static_cast<std::size_t>(n > 0 ? n : 0), nullptr);
+  if (n > 0) check(H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), path_, "cannot read " + name);
+  std::vector<std::string> out;
+  for (char* p : ptrs) out.emplace_back(p ? p : "");
+  if (n > 0) H5Dvlen_reclaim(mem, space, H5P_DEFAULT, ptrs.data());
+  return out;
+}
+
+char Group::dataset_kind(const std::string& name) const {
+  Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
+  Id type(H5Dget_type(ds), H5Tclose, path_, "type of " + name);
+  return kind_of(type);
+}
+
+void Group::link_external(const std::string& name, const std::string& file, const std::string& object) {
+  check(H5Lcreate_external(file.c_str(), object.c_str(), hid_t(id_), name.c_str(), H5P_DEFAULT, H5P_DEFAULT), path_,
+        "cannot link " + name + " to " + file);
+}
+
+File::File(hid id, std::string path) : id_(id), path_(std::move(path)) {}
+
+File File::create(const std::string& path) {
+  silence_library();
+  const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (f < 0) fail(path, "cannot create HDF5 file");
+  return File(f, path);
+}
+
+File File::open_read(const std::string& path) {
+  silence_library();
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) fail(path, "cannot open as an HDF5 file (missing, truncated or not HDF5)");
+  return File(f, path);
+}
+
+File::File(File&& o) noexcept : id_(o.id_), path_(std::move(o.path_)) { o.id_ = -1; }
+
+File::~File() {
+  if (id_ >= 0) H5Fclose(hid_t(id_));
+}
+
+Group File::root() const {
+  const hid_t g = H5Gopen2(hid_t(id_), "/", H5P_DEFAULT);
+  if (g < 0) fail(path_, "cannot open the root group");
+  return Group(g, path_, "");
+}
+
+void File::close() {
+  if (id_ < 0) return;
+  const hid_t f = hid_t(id_);
+  id_ = -1;
+  if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {
+    H5Fclose(f);
+    fail(path_, "cannot write (disk full?)");
+  }
+  check(H5Fclose(f), path_, "cannot close (disk full?)");
+}
+
+std::string library_version() {
+  unsigned major = 0, minor = 0, release = 0;
+  H5get_libversion(&major, &minor, &release);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+}
+
+}  // namespace dpstudy::h5

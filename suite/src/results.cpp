@@ -1,0 +1,364 @@
+#include "dpstudy/results.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <map>
+
+#include "dpstudy/error.hpp"
+#include "dpstudy/fault.hpp"
+
+namespace fs = std::filesystem;
+
+namespace dpstudy {
+namespace {
+
+void fsync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) throw DataError(path, std::string("cannot open to sync: ") + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) throw DataError(path, std::string("cannot sync to disk: ") + std::strerror(err));
+}
+
+void set_all(h5::Group& g, const KeyValues& kv) {
+  for (const auto& [k, v] : kv) {
+    if (const auto* i = std::get_if<std::int64_t>(&v)) {
+      g.set(k, *i);
+    } else if (const auto* d = std::get_if<double>(&v)) {
+      g.set(k, *d);
+    } else {
+      g.set(k, std::get<std::string>(v));
+    }
+  }
+}
+
+}  // namespace
+
+void write_hdf5_atomically(const std::string& path, const std::function<void(h5::Group&)>& fill,
+                           const char* kill_name) {
+  const std::string tmp = path + ".tmp";
+  try {
+    h5::File file = h5::File::create(tmp);
+    {
+      h5::Group root = file.root();
+      fill(root);
+    }
+    kill_point(kill_name);
+    file.close();
+    fsync_path(tmp, false);
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) throw DataError(path, "cannot move the finished file into place: " + ec.message());
+    fsync_path(fs::path(path).parent_path().string(), true);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
+}
+
+void write_series(h5::Group& root, const RunResult& r, int workers) {
+  {
+    const TrainSeries& t = r.train;
+    h5::Group g = root.create_group("train");
+    g.write("step", t.step, "step");
+    g.write("epoch", t.epoch, "epoch");
+    g.write("loss", t.loss, "nats");
+    g.write("lr", t.lr, "1");
+    g.write("samples", t.samples, "samples");
+    g.write("time_s", t.time_s, "s");
+    g.write("comm_s", t.comm_s, "s");
+    g.write("comm_bytes", t.comm_bytes, "bytes");
+    g.write_matrix("worker_loss", t.worker_loss, std::int64_t(t.step.size()), workers, "nats");
+  }
+  {
+    const EvalSeries& e = r.eval;
+    h5::Group g = root.create_group("eval");
+    g.write("step", e.step, "step");
+    g.write("epoch", e.epoch, "epoch");
+    g.write("test_loss", e.test_loss, "nats");
+    g.write("test_accuracy", e.test_accuracy, "fraction");
+    g.write("val_loss", e.val_loss, "nats");
+    g.write("val_accuracy", e.val_accuracy, "fraction");
+    g.write("train_loss", e.train_loss, "nats");
+    g.write("worker_divergence", e.worker_divergence, "L2 norm");
+  }
+  {
+    h5::Group g = root.create_group("syncs");
+    g.write("step", r.syncs.step, "step");
+    g.write("level", r.syncs.level, "1");
+    g.write("divergence", r.syncs.divergence, "L2 norm");
+  }
+  {
+    const AssignmentStats& a = r.assignment;
+    h5::Group g = root.create_group("assignment");
+    g.set("min_shard_size", a.min_size);
+    g.set("mean_shard_size", a.mean_size);
+    g.set("max_shard_size", a.max_size);
+    g.set("covered", a.covered);
+    g.set("mean_pairwise_intersection", a.mean_intersection);
+    g.set("mean_pairwise_overlap_fraction", a.mean_overlap_fraction);
+  }
+  {
+    const RunSummary& s = r.summary;
+    h5::Group g = root.create_group("summary");
+    g.set("status", to_string(s.status));
+    g.set("final_test_accuracy", s.final_test_accuracy);
+    g.set("best_test_accuracy", s.best_test_accuracy);
+    g.set("final_test_loss", s.final_test_loss);
+    g.set("final_val_accuracy", s.final_val_accuracy);
+    g.set("steps", s.steps);
+    g.set("steps_per_epoch", s.steps_per_epoch);
+    g.set("wall_time_s", s.wall_time_s);
+    g.set("samples_per_s", s.samples_per_s);
+    g.set("parameters", s.parameters);
+    g.set("diverged", std::int64_t(s.status == RunStatus::diverged));
+  }
+}
+
+RunResult read_series(const h5::Group& root) {
+  RunResult r;
+  {
+    const h5::Group g = root.open_group("train");
+    TrainSeries& t = r.train;
+    t.step = g.read_ints("step");
+    t.epoch = g.read_doubles("epoch");
+    t.loss = g.read_doubles("loss");
+    t.lr = g.read_doubles("lr");
+    t.samples = g.read_ints("samples");
+    t.time_s = g.read_doubles("time_s");
+    t.comm_s = g.read_doubles("comm_s");
+    t.comm_bytes = g.read_ints("comm_bytes");
+    t.worker_loss = g.read_doubles("worker_loss");
+  }
+  {
+    const h5::Group g = root.open_group("eval");
+    EvalSeries& e = r.eval;
+    e.step = g.read_ints("step");
+    e.epoch = g.read_doubles("epoch");
+    e.test_loss = g.read_doubles("test_loss");
+    e.test_accuracy = g.read_doubles("test_accuracy");
+    e.val_loss = g.read_doubles("val_loss");
+    e.val_accuracy = g.read_doubles("val_accuracy");
+    e.train_loss = g.read_doubles("train_loss");
+    e.worker_divergence = g.read_doubles("worker_divergence");
+  }
+  {
+    const h5::Group g = root.open_group("syncs");
+    r.syncs.step = g.read_ints("step");
+    for (auto v : g.read_ints("level")) r.syncs.level.push_back(std::int32_t(v));
+    r.syncs.divergence = g.read_doubles("divergence");
+  }
+  return r;
+}
+
+void write_run_file(const std::string& path, const RunRecord& rec) {
+  write_hdf5_atomically(
+      path,
+      [&](h5::Group& root) {
+        root.set("schema", kRunSchema);
+        root.set("run_id", rec.run_id);
+        root.set("study", rec.study);
+        root.set("workload", rec.workload);
+        root.set("status", to_string(rec.result.summary.status));
+        root.set("started_utc", rec.started_utc);
+        root.set("finished_utc", rec.finished_utc);
+        {
+          h5::Group config = root.create_group("config");
+          set_all(config, rec.config);
+          config.set("study_text", rec.study_text);
+        }
+        {
+          h5::Group prov = root.create_group("provenance");
+          set_all(prov, rec.provenance);
+        }
+        write_series(root, rec.result, rec.workers);
+      },
+      "run-write");
+}
+
+RunFileState inspect_run_file(const std::string& path, std::string* detail) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return RunFileState::missing;
+  try {
+    const h5::File f = h5::File::open_read(path);
+    const h5::Group root = f.root();
+    const std::string schema = root.has_attr("schema") ? root.get_string("schema") : "";
+    if (schema != kRunSchema) {
+      if (detail) *detail = "schema '" + schema + "', this dpstudy reads " + kRunSchema;
+      return schema.empty() ? RunFileState::corrupt : RunFileState::other_schema;
+    }
+    for (const char* g : {"config", "provenance", "train", "eval", "summary"}) {
+      if (!root.has(g)) {
+        if (detail) *detail = std::string("no /") + g + " group";
+        return RunFileState::corrupt;
+      }
+    }
+    root.open_group("train").read_doubles("loss");
+    root.open_group("summary").get_string("status");
+    return RunFileState::complete;
+  } catch (const Error& e) {
+    if (detail) *detail = e.what();
+    return RunFileState::corrupt;
+  }
+}
+
+namespace {
+
+struct Column {
+  char kind = 'f';  // 'i', 'f', 's'
+  std::vector<std::int64_t> ints;
+  std::vector<double> doubles;
+  std::vector<std::string> strings;
+  std::string unit;
+};
+
+std::string unit_of(const std::string& key) {
+  static const std::map<std::string, std::string> units = {
+      {"final_test_accuracy", "fraction"}, {"best_test_accuracy", "fraction"}, {"final_val_accuracy", "fraction"},
+      {"final_test_loss", "nats"},         {"wall_time_s", "s"},               {"samples_per_s", "samples/s"},
+      {"steps", "step"},                   {"steps_per_epoch", "step"},        {"batch_size", "samples"},
+      {"epochs", "epoch"},                 {"warmup_epochs", "epoch"},         {"sync_period", "step"},
+      {"group_sync_period", "step"},       {"eval_every", "step"},             {"block_size", "samples"}};
+  const auto it = units.find(key);
+  return it == units.end() ? "" : it->second;
+}
+
+// Adds row `row` of attribute `key` of `g` to the column, padding earlier rows.
+void add_cell(std::map<std::string, Column>& cols, std::vector<std::string>& order, const h5::Group& g,
+              const std::string& key, std::size_t row) {
+  auto [it, fresh] = cols.try_emplace(key);
+  Column& c = it->second;
+  if (fresh) {
+    c.kind = g.attr_kind(key);
+    c.unit = unit_of(key);
+    order.push_back(key);
+  }
+  const char kind = g.attr_kind(key);
+  if (c.kind == 'i' && kind == 'f') {  // a column of integers meets a float: widen
+    for (auto v : c.ints) c.doubles.push_back(double(v));
+    c.ints.clear();
+    c.kind = 'f';
+  }
+  if (c.kind == 's') {
+    c.strings.resize(row, "");
+    c.strings.push_back(kind == 's' ? g.get_string(key) : std::to_string(g.get_double(key)));
+  } else if (c.kind == 'i' && kind == 'i') {
+    c.ints.resize(row, 0);
+    c.ints.push_back(g.get_int(key));
+  } else {
+    c.doubles.resize(row, std::nan(""));
+    c.doubles.push_back(kind == 's' ? std::nan("") : g.get_double(key));
+  }
+}
+
+}  // namespace
+
+std::size_t rebuild_index(const std::string& study_dir, const std::string& study, std::vector<std::string>* skipped) {
+  std::vector<std::string> files;
+  const fs::path runs = fs::path(study_dir) / "runs";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(runs, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0 && name.find(".ckpt.") == std::string::npos) {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());  // by run id: the same index whatever the order runs finished in
+  std::map<std::string, Column> cols;
+  std::vector<std::string> order;
+  std::vector<std::string> ids;
+  for (const auto& path : files) {
+    std::string why;
+    if (inspect_run_file(path, &why) != RunFileState::complete) {
+      if (skipped) skipped->push_back(path + ": " + why);
+      continue;
+    }
+    const h5::File f = h5::File::open_read(path);
+    const h5::Group root = f.root();
+    const std::size_t row = ids.size();
+    for (const char* key : {"run_id", "status", "workload"}) add_cell(cols, order, root, key, row);
+    const h5::Group config = root.open_group("config");
+    for (const auto& key : config.attr_names()) {
+      if (key != "study_text") add_cell(cols, order, config, key, row);
+    }
+    const h5::Group summary = root.open_group("summary");
+    for (const auto& key : summary.attr_names()) {
+      if (key != "status") add_cell(cols, order, summary, key, row);
+    }
+    ids.push_back(root.get_string("run_id"));
+  }
+  const std::size_t n = ids.size();
+  write_hdf5_atomically(
+      (fs::path(study_dir) / "index.h5").string(),
+      [&](h5::Group& root) {
+        root.set("schema", kIndexSchema);
+        root.set("study", study);
+        root.set("runs", std::int64_t(n));
+        root.set("updated_utc", utc_now());
+        h5::Group index = root.create_group("index");
+        for (const auto& key : order) {
+          Column& c = cols[key];
+          if (c.kind == 's') {
+            c.strings.resize(n, "");
+            index.write(key, c.strings, c.unit);
+          } else if (c.kind == 'i') {
+            c.ints.resize(n, 0);
+            index.write(key, c.ints, c.unit);
+          } else {
+            c.doubles.resize(n, std::nan(""));
+            index.write(key, c.doubles, c.unit);
+          }
+        }
+        h5::Group links = root.create_group("runs");
+        for (const auto& id : ids) links.link_external(id, "runs/" + id + ".h5", "/");
+      },
+      "index-write");
+  return n;
+}
+
+void check_results_schema(const std::string& study_dir) {
+  const fs::path index = fs::path(study_dir) / "index.h5";
+  std::error_code ec;
+  if (fs::exists(index, ec)) {
+    std::string schema;
+    try {
+      const h5::File f = h5::File::open_read(index.string());
+      const h5::Group root = f.root();
+      schema = root.has_attr("schema") ? root.get_string("schema") : "";
+    } catch (const Error&) {
+      return;  // a corrupt index is rebuilt, not a reason to stop
+    }
+    if (schema != kIndexSchema) {
+      throw UsageError(index.string() + ": results of schema '" + schema + "', this dpstudy writes " +
+                       kIndexSchema + "; choose another --output or study name");
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(fs::path(study_dir) / "runs", ec)) {
+    const std::string p = entry.path().string();
+    if (p.size() < 3 || p.compare(p.size() - 3, 3, ".h5") != 0 || p.find(".ckpt.") != std::string::npos) continue;
+    std::string why;
+    if (inspect_run_file(p, &why) == RunFileState::other_schema) {
+      throw UsageError(p + ": " + why + "; choose another --output or study name");
+    }
+  }
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace dpstudy
