@@ -19,7 +19,7 @@ void silence_library() {
 
 herr_t collect(unsigned n, const H5E_error2_t* e, void* out) {
   auto& s = *static_cast<std::string*>(out);
-  if (n < 3) {  // walked upward: the innermost frames, where the cause (errno, ...) is
+  if (n < 3) {  // walked upward: the innermost frames, where the cause is
     s += std::string(n ? "; " : "") + (e->func_name ? e->func_name : "?") + ": " + (e->desc ? e->desc : "?");
   }
   return 0;
@@ -310,6 +310,24 @@ File File::create(const std::string& path) {
   const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (f < 0) fail(path, "cannot create HDF5 file");
   return File(f, path);
+}
+
+File File::create_in_memory(const std::string& path) {
+  silence_library();
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path, "file access properties");
+  check(H5Pset_fapl_core(fapl, 1 << 20, /*backing_store=*/0), path, "in-memory driver");
+  const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  if (f < 0) fail(path, "cannot create an in-memory HDF5 file");
+  return File(f, path);
+}
+
+std::vector<char> File::image() {
+  check(H5Fflush(hid_t(id_), H5F_SCOPE_GLOBAL), path_, "cannot flush the in-memory file");
+  const ssize_t size = H5Fget_file_image(hid_t(id_), nullptr, 0);
+  if (size < 0) fail(path_, "cannot size the file image");
+  std::vector<char> bytes(static_cast<std::size_t>(size));
+  if (H5Fget_file_image(hid_t(id_), bytes.data(), bytes.size()) < 0) fail(path_, "cannot copy the file image");
+  return bytes;
 }
 
 File File::open_read(const std::string& path) {

@@ -44,25 +44,49 @@ void set_all(h5::Group& g, const KeyValues& kv) {
 
 void write_hdf5_atomically(const std::string& path, const std::function<void(h5::Group&)>& fill,
                            const char* kill_name) {
-  const std::string tmp = path + ".tmp";
-  try {
-    h5::File file = h5::File::create(tmp);
+  // Built in memory, then written by us: a full disk is a clean ENOSPC here,
+  // and only a complete, synced file is ever renamed to `path`.
+  std::vector<char> image;
+  {
+    h5::File file = h5::File::create_in_memory(path);
     {
       h5::Group root = file.root();
       fill(root);
     }
-    kill_point(kill_name);
-    file.close();
-    fsync_path(tmp, false);
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) throw DataError(path, "cannot move the finished file into place: " + ec.message());
-    fsync_path(fs::path(path).parent_path().string(), true);
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw;
+    image = file.image();
   }
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw DataError(tmp, std::string("cannot create: ") + std::strerror(errno));
+  auto give_up = [&](const std::string& what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw DataError(tmp, what + ": " + std::strerror(err) +
+                             (err == ENOSPC ? " (the disk is full; nothing was written under the final name)" : ""));
+  };
+  auto write_all = [&](std::size_t from, std::size_t to) {
+    while (from < to) {
+      const ssize_t n = ::write(fd, image.data() + from, std::min<std::size_t>(to - from, 1 << 20));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) give_up("cannot write");
+      from += std::size_t(n);
+    }
+  };
+  write_all(0, image.size() / 2);
+  kill_point(kill_name);  // a kill in mid-write leaves only the .tmp behind
+  write_all(image.size() / 2, image.size());
+  if (::fsync(fd) != 0) give_up("cannot sync to disk");
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    throw DataError(tmp, std::string("cannot close: ") + std::strerror(errno));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw DataError(path, std::string("cannot move the finished file into place: ") + std::strerror(err));
+  }
+  fsync_path(fs::path(path).parent_path().string(), true);
 }
 
 void write_series(h5::Group& root, const RunResult& r, int workers) {

@@ -302,6 +302,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
           args.push_back("--" + k);
           args.push_back(v);
         }
+        // A ratio given without a rate replaces the workload's default rate.
+        const auto given = [&](const char* k) {
+          return std::any_of(combo.begin(), combo.end(), [&](const auto& kv) { return kv.first == k; });
+        };
+        if (given("batch_lr_ratio") && !given("lr")) args.insert(args.end(), {"--lr", "0"});
         po::variables_map rv;
         po::store(po::command_line_parser(args).options(d).run(), rv);
         po::notify(rv);
@@ -324,7 +329,8 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     if (!invalid.empty()) {
       std::string msg = std::to_string(invalid.size()) + " combination(s) are invalid (drop them with --exclude):";
-      for (const auto& s : invalid) msg += "\n" + s;
+      for (std::size_t i = 0; i < invalid.size() && i < 10; ++i) msg += "\n" + invalid[i];
+      if (invalid.size() > 10) msg += "\n  ... and " + std::to_string(invalid.size() - 10) + " more";
       throw UsageError(msg);
     }
     if (plan.empty()) throw UsageError("the study has no runs (every combination is excluded)");
@@ -383,8 +389,14 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     if (fs::is_directory(runs_dir, ec)) check_results_schema(study_dir);
     std::int64_t todo_cost = 0;
     std::size_t complete = 0;
+    double measured_rate = 0;  // mean samples/s of the complete runs, for the estimate
     for (std::size_t i = 0; i < plan.size(); ++i) {
-      state[i] = inspect_run_file((runs_dir / (plan[i].id + ".h5")).string(), &why[i]);
+      const std::string file = (runs_dir / (plan[i].id + ".h5")).string();
+      state[i] = inspect_run_file(file, &why[i]);
+      if (state[i] == RunFileState::complete) {
+        const h5::File f = h5::File::open_read(file);
+        measured_rate += f.root().open_group("summary").get_double("samples_per_s");
+      }
       if (state[i] == RunFileState::complete && !g.force) {
         ++complete;
       } else {
@@ -406,8 +418,14 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                     axes_text(plan[i].values, swept).c_str());
       }
       std::printf("# estimated cost: %lld sample-gradients to compute", (long long)todo_cost);
-      std::printf(" (the MLP workload trains about 14,000 samples/s with 4 simulated workers on 2 cores: %.1f min)\n",
-                  double(todo_cost) / 14000.0 / 60.0);
+      if (complete > 0) {
+        measured_rate /= double(complete);
+        std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured\n",
+                    double(todo_cost) / measured_rate / 60.0, measured_rate, complete);
+      } else {
+        std::printf(" (for scale: the MLP trains about 14,000 samples/s with 4 simulated workers on 2 cores, "
+                    "docs/engine.md: %.1f min)\n", double(todo_cost) / 14000.0 / 60.0);
+      }
       return 0;
     }
     fs::create_directories(runs_dir, ec);
@@ -415,6 +433,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       throw UsageError(runs_dir.string() + ": cannot create or write the results folder" +
                        (ec ? " (" + ec.message() + ")" : ""));
     }
+    // Temporary files of writes that a kill interrupted: never complete, never read.
+    for (const auto& entry : fs::directory_iterator(runs_dir, ec)) {
+      if (entry.path().extension() == ".tmp") fs::remove(entry.path(), ec);
+    }
+    fs::remove(fs::path(study_dir) / "index.h5.tmp", ec);
     out.open_log((fs::path(study_dir) / "log.txt").string());
     out.line("# study " + name + ": " + std::to_string(plan.size()) + " runs, " + std::to_string(complete) +
              " already complete; results in " + study_dir);
@@ -464,14 +487,14 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         rec.provenance = provenance(argc, argv, d);
         write_run_file(file, rec);
         fs::remove(ckpt, ec);
-        std::vector<std::string> skipped;
-        rebuild_index(study_dir, name, &skipped);
         done_cost += double(p.cost);
         const RunSummary& s = rec.result.summary;
         char buf[200];
         std::snprintf(buf, sizeof buf, ": %s, final test accuracy %.2f %%, %.1f s", to_string(s.status).c_str(),
                       100 * s.final_test_accuracy, s.wall_time_s);
         out.line(tag + p.id + " " + axes_str + buf);
+        std::vector<std::string> skipped;
+        rebuild_index(study_dir, name, &skipped);
       }
     }
     std::vector<std::string> skipped;

@@ -80,6 +80,12 @@ class File {
   // Creates (truncating) or opens read-only. Throws Hdf5Error naming the path.
   static File create(const std::string& path);
   static File open_read(const std::string& path);
+  // A file built in memory (HDF5's core driver), to be written out whole with
+  // image(): the disk is then touched by our own checked POSIX writes only.
+  // `path` names it in errors.
+  static File create_in_memory(const std::string& path);
+  // The complete file as bytes (flushes first).
+  std::vector<char> image();
   ~File();
   File(File&& other) noexcept;
   File(const File&) = delete;

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Study results as a user meets them: files read with h5py, pandas and h5dump,
+and every kind of bad study input.
+
+usage: test_results.py WORKLOAD_EXE DPSTUDY_DATA
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+import pandas as pd
+
+EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
+
+
+class Results(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-results-test-")
+        cls.data = os.path.join(cls.tmp, "data")
+        subprocess.run([DATA_TOOL, "make-fixtures", cls.data, "--train", "200", "--test", "50"], check=True,
+                       stdout=subprocess.DEVNULL)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_study(self, *args, output=None, study_text=None):
+        cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1",
+               "--output", output or os.path.join(self.tmp, "out"), "--threads", "1"]
+        if study_text is not None:
+            path = os.path.join(self.tmp, "study.ini")
+            with open(path, "w") as f:
+                f.write(study_text)
+            cmd += ["--study", path]
+        return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=300)
+
+    def test_index_and_run_files_read_with_h5py_pandas_and_h5dump(self):
+        study = "[study]\nname = readable\nseeds = 2\n[sweep]\nworkers = 1,2\noverlap = 0,0.5\nsync_period = 2\n"
+        r = self.run_study(study_text=study)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        folder = os.path.join(self.tmp, "out", "readable")
+        with h5py.File(os.path.join(folder, "index.h5"), "r") as f:
+            self.assertEqual(f.attrs["schema"], "dpstudy.index/1")
+            df = pd.DataFrame({k: f["index"][k][()] for k in f["index"]})
+            self.assertEqual(len(df), 8)  # 2 x 2 x 2 seeds
+            for column in ("run_id", "status", "workers", "overlap", "sync_period", "seed", "final_test_accuracy",
+                           "best_test_accuracy", "steps", "wall_time_s", "samples_per_s", "diverged"):
+                self.assertIn(column, df.columns)
+            self.assertEqual(sorted(df.workers.unique()), [1, 2])
+            self.assertEqual(sorted(df.overlap.unique()), [0.0, 0.5])
+            self.assertEqual(f["index"]["final_test_accuracy"].attrs["units"], "fraction")
+            self.assertTrue(((df.final_test_accuracy > 0) & (df.final_test_accuracy <= 1)).all())
+            run_id = df.run_id[0].decode()
+            run = f["runs"][run_id]  # an external link into runs/<id>.h5
+            self.assertEqual(run.attrs["schema"], "dpstudy.run/1")
+            self.assertEqual(run.attrs["run_id"], run_id)
+            train = pd.DataFrame({k: run["train"][k][()] for k in run["train"] if k != "worker_loss"})
+            self.assertEqual(list(train.step), list(range(1, len(train) + 1)))
+            self.assertEqual(run["train"]["worker_loss"].shape, (len(train), run["config"].attrs["workers"]))
+            self.assertEqual(run["train"]["loss"].attrs["units"], "nats")
+            self.assertIn("study_text", run["config"].attrs)
+            self.assertIn("name = readable", run["config"].attrs["study_text"])
+            for key in ("dpstudy_version", "git_commit", "libtorch", "hdf5", "mpi_library", "hostname",
+                        "threads", "command_line", "dataset_checksums"):
+                self.assertIn(key, run["provenance"].attrs)
+            self.assertIn("sha256=", run["provenance"].attrs["dataset_checksums"])
+            self.assertEqual(run["summary"].attrs["status"], "completed")
+            path = os.path.join(folder, "runs", run_id + ".h5")
+        for file in (os.path.join(folder, "index.h5"), path):
+            r = subprocess.run(["h5dump", "-H", file], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(folder, "log.txt")) as log:
+            self.assertIn("[run 8/8]", log.read())
+
+    def test_dry_run_lists_runs_and_cost_and_runs_nothing(self):
+        out = os.path.join(self.tmp, "dry")
+        r = self.run_study("--workers", "1,2,4", "--sync_period", "1,8", "--exclude", "workers=1 & sync_period=8",
+                           "--dry_run", output=out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("5 runs (1 excluded, 0 already complete), swept: workers, sync_period", r.stdout)
+        self.assertIn("estimated cost:", r.stdout)
+        self.assertEqual(r.stdout.count("to run"), 5)
+        self.assertFalse(os.path.exists(out))
+
+    def test_corrupt_run_file_is_reported_and_rerun(self):
+        out = os.path.join(self.tmp, "corrupt")
+        self.assertEqual(self.run_study("--workers", "1,2", output=out).returncode, 0)
+        runs = os.path.join(out, "mlp-mnist", "runs")
+        victim = sorted(os.listdir(runs))[0]
+        with open(os.path.join(runs, victim), "r+b") as f:
+            f.truncate(1000)
+        r = self.run_study("--workers", "1,2", output=out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(victim[:-3] + ": run file is corrupt", r.stdout)
+        self.assertEqual(r.stdout.count(": starting"), 1)
+        with h5py.File(os.path.join(runs, victim), "r") as f:
+            self.assertEqual(f["summary"].attrs["status"], "completed")
+
+    def test_results_of_another_schema_are_refused(self):
+        out = os.path.join(self.tmp, "schema")
+        os.makedirs(os.path.join(out, "old", "runs"))
+        with h5py.File(os.path.join(out, "old", "index.h5"), "w") as f:
+            f.attrs["schema"] = "dpstudy.index/0"
+        r = self.run_study("--name", "old", output=out)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("results of schema 'dpstudy.index/0', this dpstudy writes dpstudy.index/1", r.stderr)
+
+    def test_bad_study_input(self):
+        cases = [
+            ("[sweep]\nwrokers = 2\n", [], "unknown key 'sweep.wrokers'; did you mean 'workers'?"),
+            ("workers = 2\nworkers = 4\n", [], "key 'workers' is given twice"),
+            ("workers =\n", [], "key 'workers' has an empty value"),
+            (None, ["--workers", "1,,2"], "--workers: '1,,2' has an empty value in its list"),
+            (None, ["--workers", "1,x"], "the argument ('x') for option '--workers' is invalid"),
+            (None, ["--overlap", "0,2"], "1 combination(s) are invalid"),
+            (None, ["--overlap", "0,2"], "--overlap: '2' must be in [0, 1]"),
+            (None, ["--seeds", "0"], "--seeds: '0' must be a count >= 1"),
+            (None, ["--seeds", "2", "--seed", "3"], "--seeds: '2' cannot be combined with --seed"),
+            (None, ["--workers", "1,2", "--exclude", "wrkers=1"], "names unknown key 'wrkers'; did you mean 'workers'?"),
+            (None, ["--workers", "1,2", "--exclude", "workers=1;workers=2"], "every combination is excluded"),
+            (None, ["--workers", "4,32"], "is too large for workers=32"),
+            (None, ["--wrokers", "2"], "unrecognised option '--wrokers'; did you mean --workers?"),
+        ]
+        for text, args, message in cases:
+            r = self.run_study(*args, study_text=text, output=os.path.join(self.tmp, "bad"))
+            self.assertEqual(r.returncode, 2, f"{args} {text!r}: {r.stdout} {r.stderr}")
+            self.assertIn(message, r.stderr, f"{args} {text!r}")
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "bad")))
+
+    def test_unwritable_output(self):
+        r = self.run_study("--workers", "1,2", output=os.path.join(self.data, "manifest.tsv"))
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("cannot create or write the results folder", r.stderr)
+
+    def test_full_disk_leaves_no_incomplete_file_under_a_final_name(self):
+        disk = os.path.join(self.tmp, "small-disk")
+        os.makedirs(disk)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=120k", "tmpfs", disk],
+                          capture_output=True).returncode != 0:
+            self.skipTest("cannot mount a small tmpfs here (needs root)")
+        try:
+            r = self.run_study("--workers", "1,2", "--seeds", "3", output=disk)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("No space left on device", r.stderr)
+            runs = os.path.join(disk, "mlp-mnist", "runs")
+            for name in os.listdir(runs):
+                self.assertFalse(name.endswith(".tmp"), name)
+                with h5py.File(os.path.join(runs, name), "r") as f:  # every final name opens
+                    self.assertIn("summary", f)
+        finally:
+            subprocess.run(["umount", disk])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
