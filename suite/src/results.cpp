@@ -55,7 +55,8 @@ void write_hdf5_atomically(const std::string& path, const std::function<void(h5:
     }
     image = file.image();
   }
-  const std::string tmp = path + ".tmp";
+  // One temporary name per process: under MPI several run leaders may rebuild the index at once.
+  const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw DataError(tmp, std::string("cannot create: ") + std::strerror(errno));
   auto give_up = [&](const std::string& what) {

@@ -122,8 +122,7 @@ double Trainer::step() {
   const std::int64_t t = step_;
   const double lr = lr_->at(t);
   const bool synchronous = c.sync_period == 1 || t / steps_per_epoch_ < c.local_sgd_from_epoch;
-  double loss_sum = 0;
-  last_worker_loss_.resize(replicas_.size());
+  std::vector<double> local_loss(replicas_.size());
   for (std::size_t w = 0; w < replicas_.size(); ++w) {
     samplers_[w].next(batch_idx_[w].data_ptr<std::int64_t>(), c.batch_size);
     at::index_select_out(batch_x_[w], data_.train_x, 0, batch_idx_[w]);
@@ -132,9 +131,12 @@ double Trainer::step() {
     r.grads().zero_();
     at::Tensor loss = at::cross_entropy_loss(r.model().forward(batch_x_[w]), batch_y_[w]);
     loss.backward();
-    last_worker_loss_[w] = loss.item<double>();
-    loss_sum += last_worker_loss_[w];
+    local_loss[w] = loss.item<double>();
   }
+  // Every worker's loss, summed in worker order: the same bits on any layout.
+  last_worker_loss_ = comm_.all_workers(local_loss);
+  double loss_sum = 0;
+  for (double l : last_worker_loss_) loss_sum += l;
   if (synchronous && c.workers > 1) {
     const auto t0 = Clock::now();
     comm_.mean(grads_, 0, c.workers, mean_);
@@ -154,7 +156,7 @@ double Trainer::step() {
       average_parameters(c.group_size, 1);
     }
   }
-  return loss_sum / double(replicas_.size());
+  return loss_sum / double(c.workers);
 }
 
 // Averages parameters (and, as configured, momentum and buffers) over each
@@ -162,14 +164,14 @@ double Trainer::step() {
 void Trainer::average_parameters(int count, int level) {
   const RunConfig& c = config_;
   const auto t0 = Clock::now();
-  double distance = 0;
+  std::vector<double> local_distance(replicas_.size());
   const int first_local = comm_.first_local_worker();
   for (int g = 0; g < c.workers; g += count) {
     comm_.mean(params_, g, count, mean_);
     for (int w = std::max(g, first_local); w < std::min(g + count, first_local + comm_.local_workers()); ++w) {
       at::Tensor& p = params_[std::size_t(w - first_local)];
       at::sub_out(scratch_, p, mean_);
-      distance += scratch_.norm().item<double>();
+      local_distance[std::size_t(w - first_local)] = scratch_.norm().item<double>();
       p.copy_(mean_);
     }
     if (c.average_momentum) {
@@ -189,6 +191,8 @@ void Trainer::average_parameters(int count, int level) {
   const std::int64_t p_bytes = mean_.numel() * std::int64_t(mean_.element_size());
   comm_bytes_ += p_bytes * (c.average_momentum ? 2 : 1) +
                  (c.average_buffers ? buffers_[0].numel() * std::int64_t(buffers_[0].element_size()) : 0);
+  double distance = 0;
+  for (double d : comm_.all_workers(local_distance)) distance += d;  // in worker order
   last_divergence_ = distance / double(c.workers);
   identical_ = level == 2;
   result_.syncs.step.push_back(step_);
@@ -268,6 +272,7 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     const double lr = lr_->at(step_);
     const double loss = step();
     kill_point("step");
+    fail_point("step");
     tr.step.push_back(step_);
     tr.epoch.push_back(double(step_) / double(steps_per_epoch_));
     tr.loss.push_back(loss);

@@ -11,9 +11,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <thread>
 
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/communicator.hpp"
+#include "dpstudy/config.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
@@ -21,8 +23,12 @@
 #include "dpstudy/progress.hpp"
 #include "dpstudy/results.hpp"
 #include "dpstudy/runtime_info.hpp"
+#include "dpstudy/schedule.hpp"
 #include "dpstudy/study.hpp"
 #include "dpstudy/trainer.hpp"
+#if DPSTUDY_WITH_MPI
+#include "dpstudy/mpi.hpp"
+#endif
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -32,11 +38,53 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+#if DPSTUDY_WITH_MPI
+using Session = mpi::Session;
+#else
+// Without MPI: one process.
+struct Session {
+  bool active() const { return false; }
+  int rank() const { return 0; }
+  int size() const { return 1; }
+  int local_size() const { return 1; }
+  std::string host() const { return ""; }
+  [[noreturn]] void abort(const std::string& message, int code) const {
+    std::fprintf(stderr, "%s\n", message.c_str());
+    std::exit(code);
+  }
+  void barrier() const {}
+  void broadcast(std::vector<std::int64_t>&) const {}
+};
+#endif
+
+// The communicator for one run placed on `ranks` (world ranks): in process for
+// one rank, else the ranks' own MPI communicator.
+struct RunComm {
+  std::unique_ptr<Communicator> comm;
+#if DPSTUDY_WITH_MPI
+  std::unique_ptr<mpi::RunGroup> group;
+#endif
+  RunComm(const std::vector<int>& ranks, int workers, int tag) {
+    if (ranks.size() == 1) {
+      comm = std::make_unique<InProcessCommunicator>(workers);
+      return;
+    }
+#if DPSTUDY_WITH_MPI
+    group = std::make_unique<mpi::RunGroup>(ranks, tag);
+    comm = std::make_unique<MpiCommunicator>(*group, workers);
+#else
+    (void)tag;
+    throw Error("this build has no MPI");
+#endif
+  }
+};
+
 struct General {
   std::string data_dir, study_file, output = "results";
   int threads = 0;
   double expect_accuracy = -1;
   bool quiet = false, verbose = false, force = false, dry_run = false, rebuild_index = false;
+  int procs_per_run = 0;
   double checkpoint_interval = 300;
   std::int64_t checkpoint_steps = 0;
 };
@@ -68,20 +116,22 @@ class Output {
   std::ofstream log_;
 };
 
-// In-run progress with the run's place in the study and the study's ETA.
+// In-run progress with the run's place in the study and the study's ETA, from
+// the schedule: this run's [start, end) and the whole study's end, in cost units.
 class StudyProgress : public ProgressSink {
  public:
-  StudyProgress(Output& out, std::string tag, double done_cost, double run_cost, double total_cost,
-                Clock::time_point study_start, double interval_s = 5.0)
-      : out_(out), tag_(std::move(tag)), done_(done_cost), run_(run_cost), total_(total_cost),
-        start_(study_start), interval_(interval_s) {}
+  StudyProgress(Output& out, std::string tag, double start, double end, double makespan, Clock::time_point study_start,
+                double interval_s = 5.0)
+      : out_(out), tag_(std::move(tag)), start_(start), end_(end), makespan_(makespan), study_start_(study_start),
+        interval_(interval_s) {}
   void message(const std::string& line) override { out_.line(tag_ + line, 2); }
   void progress(const ProgressEvent& e) override {
     if (!e.evaluation && e.elapsed_s - last_ < interval_) return;
     last_ = e.elapsed_s;
     const double run_eta = e.step > 0 ? e.elapsed_s * double(e.total_steps - e.step) / double(e.step) : 0;
-    const double fraction = (done_ + run_ * double(e.step) / double(e.total_steps)) / std::max(total_, 1.0);
-    const double study_s = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double at = start_ + (end_ - start_) * double(e.step) / double(e.total_steps);
+    const double fraction = at / std::max(makespan_, 1e-9);
+    const double study_s = std::chrono::duration<double>(Clock::now() - study_start_).count();
     const double study_eta = fraction > 0 ? study_s * (1 - fraction) / fraction : 0;
     char acc[32] = "";
     if (e.test_accuracy >= 0) std::snprintf(acc, sizeof acc, "  test acc %6.2f %%", 100 * e.test_accuracy);
@@ -95,8 +145,8 @@ class StudyProgress : public ProgressSink {
  private:
   Output& out_;
   std::string tag_;
-  double done_, run_, total_;
-  Clock::time_point start_;
+  double start_, end_, makespan_;
+  Clock::time_point study_start_;
   double interval_, last_ = -1e9;
 };
 
@@ -135,7 +185,7 @@ std::string axes_text(const RawValues& values, const std::vector<std::string>& s
   return s.empty() ? "-" : s;
 }
 
-KeyValues provenance(int argc, char** argv, const TrainingData& data) {
+KeyValues provenance(int argc, char** argv, const TrainingData& data, int processes) {
   const BuildInfo b = build_info();
   char host[256] = "";
   gethostname(host, sizeof host - 1);
@@ -155,7 +205,7 @@ KeyValues provenance(int argc, char** argv, const TrainingData& data) {
           {"hdf5", h5::library_version()},
           {"blas", blas.kind + " " + blas.library},
           {"hostname", std::string(host)},
-          {"processes", std::int64_t(1)},
+          {"processes", std::int64_t(processes)},
           {"threads", std::int64_t(at::get_num_threads())},
           {"device", std::string("cpu")},
           {"deterministic", std::int64_t(1)},
@@ -163,10 +213,25 @@ KeyValues provenance(int argc, char** argv, const TrainingData& data) {
           {"dataset_checksums", checksums}};
 }
 
+// Reports an error and ends: alone, with `code`; in an MPI job of several
+// processes, by aborting the whole job, so that no rank waits for this one.
+int fail(const Session& session, const std::string& prog, const std::string& run, const std::string& what, int code,
+         bool usage) {
+  std::string message = prog + ": error: ";
+  if (session.size() > 1) message += "rank " + std::to_string(session.rank()) + " on " + session.host() + ", run " + run + ": ";
+  message += what;
+  if (usage) message += "\n(see " + prog + " --help)";
+  if (session.size() > 1) session.abort(message, code);
+  std::fprintf(stderr, "%s\n", message.c_str());
+  return code;
+}
+
 }  // namespace
 
 int workload_main(int argc, char** argv, const Workload& workload) {
   const std::string prog = "dpstudy-" + workload.name;
+  const Session session;  // MPI, when launched by mpirun or srun
+  std::string current_run = "-";
   try {
     General g;
     RunOptions run_help(workload.defaults);
@@ -193,7 +258,9 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         "checkpoint_interval", po::value(&g.checkpoint_interval)->default_value(300),
         "save a running run's full state every this many seconds (0: never)")(
         "checkpoint_steps", po::value(&g.checkpoint_steps)->default_value(0),
-        "also every this many steps (0: not by steps)");
+        "also every this many steps (0: not by steps)")(
+        "procs_per_run", po::value(&g.procs_per_run)->default_value(0),
+        "under mpirun: processes per run (0: the largest power of two <= min(workers, processes) dividing workers)");
 
     // Every run and model key, as text: a study gives lists, resolved per run below.
     std::vector<std::string> keys;
@@ -335,7 +402,13 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     if (plan.empty()) throw UsageError("the study has no runs (every combination is excluded)");
     if (g.threads < 0) throw ConfigError("threads", std::to_string(g.threads), "must be >= 0");
-    if (g.threads > 0) at::set_num_threads(g.threads);
+    if (g.threads > 0) {
+      at::set_num_threads(g.threads);
+    } else if (session.active()) {
+      // The cores of this node shared among its processes, so that they do not oversubscribe.
+      const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+      at::set_num_threads(std::max(1, cores / session.local_size()));
+    }
 
     // Data, once per dataset; then every run's cost, and W b <= N, before anything runs.
     std::map<std::string, TrainingData> data;
@@ -358,18 +431,23 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
 
     const int verbosity = g.quiet ? 0 : g.verbose ? 2 : 1;
-    Output out(verbosity);
-    if (!study_mode) {  // one run, on the console only
+    const bool lead = session.rank() == 0;
+    std::vector<int> world_ranks(static_cast<std::size_t>(session.size()));
+    for (int r = 0; r < session.size(); ++r) world_ranks[std::size_t(r)] = r;
+    if (!study_mode) {  // one run, on the console only; under mpirun, on all processes
       PlannedRun& p = plan.front();
-      if (!g.quiet) {
+      current_run = p.id;
+      if (!g.quiet && lead) {
         print_header(prog);
         std::printf("# config:");
         for (const auto& [k, v] : p.key_values) std::printf(" %s=%s", k.c_str(), to_text(v).c_str());
         std::printf("\n");
       }
-      InProcessCommunicator comm(p.config.workers);
+      RunComm rc(world_ranks, p.config.workers, 0);
       ConsoleProgress console;
-      const RunResult result = train_run(p.config, p.factory, data[p.config.dataset], comm, g.quiet ? nullptr : &console);
+      const RunResult result =
+          train_run(p.config, p.factory, data[p.config.dataset], *rc.comm, g.quiet || !lead ? nullptr : &console);
+      if (!lead) return 0;
       print_result(result);
       if (vm.count("expect_accuracy")) {
         const double acc = result.summary.final_test_accuracy;
@@ -381,127 +459,209 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       return 0;
     }
 
-    // A study: results under <output>/<study>/.
+    // A study: results under <output>/<study>/. Rank 0 looks at what is there.
     const fs::path runs_dir = fs::path(study_dir) / "runs";
-    std::vector<RunFileState> state(plan.size());
+    std::vector<std::int64_t> state(plan.size(), std::int64_t(RunFileState::missing));
     std::vector<std::string> why(plan.size());
     std::error_code ec;
-    if (fs::is_directory(runs_dir, ec)) check_results_schema(study_dir);
-    std::int64_t todo_cost = 0;
-    std::size_t complete = 0;
     double measured_rate = 0;  // mean samples/s of the complete runs, for the estimate
-    for (std::size_t i = 0; i < plan.size(); ++i) {
-      const std::string file = (runs_dir / (plan[i].id + ".h5")).string();
-      state[i] = inspect_run_file(file, &why[i]);
-      if (state[i] == RunFileState::complete) {
-        const h5::File f = h5::File::open_read(file);
-        measured_rate += f.root().open_group("summary").get_double("samples_per_s");
-      }
-      if (state[i] == RunFileState::complete && !g.force) {
-        ++complete;
-      } else {
-        todo_cost += plan[i].cost;
+    std::size_t complete = 0;
+    if (lead) {
+      if (fs::is_directory(runs_dir, ec)) check_results_schema(study_dir);
+      for (std::size_t i = 0; i < plan.size(); ++i) {
+        const std::string file = (runs_dir / (plan[i].id + ".h5")).string();
+        state[i] = std::int64_t(inspect_run_file(file, &why[i]));
+        if (state[i] == std::int64_t(RunFileState::complete)) {
+          const h5::File f = h5::File::open_read(file);
+          measured_rate += f.root().open_group("summary").get_double("samples_per_s");
+          ++complete;
+        }
       }
     }
-    if (g.dry_run) {
-      std::printf("# study %s: %zu runs (%zu excluded, %zu already complete), swept: %s\n", name.c_str(), plan.size(),
-                  excluded, complete, swept.empty() ? "-" : [&] {
-                    std::string s;
-                    for (const auto& k : swept) s += (s.empty() ? "" : ", ") + k;
-                    return s;
-                  }().c_str());
-      std::printf("# results: %s\n", study_dir.c_str());
-      std::printf("# %4s  %-16s  %-9s  %14s  %s\n", "run", "run id", "state", "cost (samples)", "axes");
-      for (std::size_t i = 0; i < plan.size(); ++i) {
-        const char* st = state[i] == RunFileState::complete && !g.force ? "complete" : "to run";
-        std::printf("  %4zu  %-16s  %-9s  %14lld  %s\n", i + 1, plan[i].id.c_str(), st, (long long)plan[i].cost,
-                    axes_text(plan[i].values, swept).c_str());
+    session.broadcast(state);
+    auto to_run = [&](std::size_t i) { return g.force || state[i] != std::int64_t(RunFileState::complete); };
+
+    // Processes per run, and the schedule of the runs still to do.
+    std::vector<std::size_t> todo;
+    std::vector<double> costs;
+    std::vector<int> procs;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      const int w = plan[i].config.workers;
+      const int p = g.procs_per_run > 0 ? g.procs_per_run : default_procs_per_run(w, session.size());
+      if (p > session.size() || w % p != 0) {
+        throw ConfigError("procs_per_run", std::to_string(p),
+                          "must divide workers (" + std::to_string(w) + ") and be at most the " +
+                              std::to_string(session.size()) + " processes of the job");
       }
-      std::printf("# estimated cost: %lld sample-gradients to compute", (long long)todo_cost);
+      const int per_process = w / p, group = plan[i].config.group_size;
+      if (group > 1 && per_process % group != 0 && group % per_process != 0) {
+        throw ConfigError("group_size", std::to_string(group),
+                          "must divide, or be a multiple of, the workers per process (" + std::to_string(w) + " / " +
+                              std::to_string(p) + " processes = " + std::to_string(per_process) + ")");
+      }
+      if (!to_run(i)) continue;
+      todo.push_back(i);
+      costs.push_back(double(plan[i].cost));
+      procs.push_back(p);
+    }
+    std::vector<Placement> schedule = schedule_runs(costs, procs, session.size());
+    for (auto& pl : schedule) pl.run = todo[pl.run];
+    double makespan = 0;
+    for (const auto& pl : schedule) makespan = std::max(makespan, pl.end);
+
+    if (g.dry_run) {
+      if (!lead) return 0;
+      std::string swept_text;
+      for (const auto& k : swept) swept_text += (swept_text.empty() ? "" : ", ") + k;
+      std::printf("# study %s: %zu runs (%zu excluded, %zu already complete), swept: %s\n", name.c_str(),
+                  plan.size(), excluded, complete, swept.empty() ? "-" : swept_text.c_str());
+      std::printf("# results: %s; %d process(es)\n", study_dir.c_str(), session.size());
+      std::printf("# %4s  %-16s  %-9s  %14s  %s\n", "run", "run id", "state", "cost (samples)", "axes");
+      std::int64_t todo_cost = 0;
+      for (std::size_t i = 0; i < plan.size(); ++i) {
+        std::printf("  %4zu  %-16s  %-9s  %14lld  %s\n", i + 1, plan[i].id.c_str(), to_run(i) ? "to run" : "complete",
+                    (long long)plan[i].cost, axes_text(plan[i].values, swept).c_str());
+        if (to_run(i)) todo_cost += plan[i].cost;
+      }
+      std::printf("# schedule: %zu runs on %d process(es), largest estimated cost first\n", schedule.size(),
+                  session.size());
+      std::printf("# %4s  %-16s  %-12s  %16s  %16s\n", "run", "run id", "ranks", "start (samples)", "end (samples)");
+      for (const auto& pl : schedule) {
+        std::string ranks;
+        for (int r : pl.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+        std::printf("  %4zu  %-16s  %-12s  %16.0f  %16.0f\n", pl.run + 1, plan[pl.run].id.c_str(), ranks.c_str(),
+                    pl.start, pl.end);
+      }
+      std::printf("# estimated cost: %lld sample-gradients to compute, %.0f per process on the longest one",
+                  (long long)todo_cost, makespan);
       if (complete > 0) {
         measured_rate /= double(complete);
         std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured\n",
-                    double(todo_cost) / measured_rate / 60.0, measured_rate, complete);
+                    makespan / measured_rate / 60.0, measured_rate, complete);
       } else {
         std::printf(" (for scale: the MLP trains about 14,000 samples/s with 4 simulated workers on 2 cores, "
-                    "docs/engine.md: %.1f min)\n", double(todo_cost) / 14000.0 / 60.0);
+                    "docs/engine.md: %.1f min)\n", makespan / 14000.0 / 60.0);
       }
       return 0;
     }
-    fs::create_directories(runs_dir, ec);
-    if (ec || access(runs_dir.c_str(), W_OK) != 0) {
-      throw UsageError(runs_dir.string() + ": cannot create or write the results folder" +
-                       (ec ? " (" + ec.message() + ")" : ""));
+    if (lead) {
+      fs::create_directories(runs_dir, ec);
+      if (ec || access(runs_dir.c_str(), W_OK) != 0) {
+        throw UsageError(runs_dir.string() + ": cannot create or write the results folder" +
+                         (ec ? " (" + ec.message() + ")" : ""));
+      }
+      // Temporary files of writes that a kill interrupted: never complete, never read.
+      for (const auto& entry : fs::directory_iterator(runs_dir, ec)) {
+        if (entry.path().extension() == ".tmp") fs::remove(entry.path(), ec);
+      }
+      for (const auto& entry : fs::directory_iterator(study_dir, ec)) {
+        if (entry.path().extension() == ".tmp") fs::remove(entry.path(), ec);
+      }
     }
-    // Temporary files of writes that a kill interrupted: never complete, never read.
-    for (const auto& entry : fs::directory_iterator(runs_dir, ec)) {
-      if (entry.path().extension() == ".tmp") fs::remove(entry.path(), ec);
-    }
-    fs::remove(fs::path(study_dir) / "index.h5.tmp", ec);
+    session.barrier();
+    Output out(verbosity);
     out.open_log((fs::path(study_dir) / "log.txt").string());
-    out.line("# study " + name + ": " + std::to_string(plan.size()) + " runs, " + std::to_string(complete) +
-             " already complete; results in " + study_dir);
-    if (verbosity >= 1) print_header(prog);
+    if (lead) {
+      out.line("# study " + name + ": " + std::to_string(plan.size()) + " runs, " + std::to_string(complete) +
+               " already complete; results in " + study_dir + "; " + std::to_string(session.size()) + " process(es)");
+      if (verbosity >= 1) print_header(prog);
+    }
 
     const auto study_start = Clock::now();
-    double done_cost = 0;
-    int failed_checks = 0;
-    for (std::size_t i = 0; i < plan.size(); ++i) {
+    for (const Placement& pl : schedule) {
+      const auto me = std::find(pl.ranks.begin(), pl.ranks.end(), session.rank());
+      if (me == pl.ranks.end()) continue;  // another group's run
+      const bool leader = me == pl.ranks.begin();
+      const std::size_t i = pl.run;
       PlannedRun& p = plan[i];
+      current_run = p.id;
       const std::string tag = "[run " + std::to_string(i + 1) + "/" + std::to_string(plan.size()) + "] ";
       const std::string file = (runs_dir / (p.id + ".h5")).string();
-      const std::string ckpt = (runs_dir / (p.id + ".ckpt.h5")).string();
+      const int nprocs = int(pl.ranks.size());
+      auto ckpt_of = [&](int group_rank) {
+        return (runs_dir / (p.id + (nprocs == 1 ? std::string(".ckpt.h5")
+                                                 : ".ckpt.r" + std::to_string(group_rank) + "of" +
+                                                       std::to_string(nprocs) + ".h5"))).string();
+      };
+      const int my_group_rank = int(me - pl.ranks.begin());
+      const std::string ckpt = ckpt_of(my_group_rank);
       const std::string axes_str = axes_text(p.values, swept);
-      if (state[i] == RunFileState::complete && !g.force) {
-        out.line(tag + p.id + " " + axes_str + ": already complete, skipped", 2);
-      } else {
-        if (state[i] == RunFileState::corrupt) out.line(tag + p.id + ": run file is corrupt (" + why[i] + "); rerunning");
-        out.line(tag + p.id + " " + axes_str + ": starting");
-        std::string config_line = tag + "# config:";
-        for (const auto& [k, v] : p.key_values) config_line += " " + k + "=" + to_text(v);
-        out.line(config_line, 2);
-        const TrainingData& d = data[p.config.dataset];
-        InProcessCommunicator comm(p.config.workers);
-        auto trainer = std::make_unique<Trainer>(p.config, p.factory, d, comm);
-        if (fs::exists(ckpt, ec) && !g.force) {
-          try {
-            trainer->restore_checkpoint(ckpt);
-            out.line(tag + "resuming from its checkpoint at step " + std::to_string(trainer->current_step()));
-          } catch (const Error& e) {
-            out.line(tag + "checkpoint unusable (" + std::string(e.what()) + "); starting over");
-            trainer = std::make_unique<Trainer>(p.config, p.factory, d, comm);
+      Output quiet_out(0);
+      Output& o = leader ? out : quiet_out;
+      if (state[i] == std::int64_t(RunFileState::corrupt) && leader) {
+        o.line(tag + p.id + ": run file is corrupt (" + why[i] + "); rerunning");
+      }
+      o.line(tag + p.id + " " + axes_str + ": starting" +
+             (nprocs > 1 ? " on ranks " + std::to_string(pl.ranks.front()) + ".." + std::to_string(pl.ranks.back())
+                         : ""));
+      std::string config_line = tag + "# config:";
+      for (const auto& [k, v] : p.key_values) config_line += " " + k + "=" + to_text(v);
+      o.line(config_line, 2);
+      const TrainingData& d = data[p.config.dataset];
+      RunComm rc(pl.ranks, p.config.workers, int(i));
+      auto trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm);
+      // Resume only if every process of the run has its checkpoint at the same
+      // step: each reads the same files, so all decide alike without talking.
+      bool resume = !g.force;
+      std::int64_t step = -1;
+      for (int q = 0; q < nprocs && resume; ++q) {
+        try {
+          if (!fs::exists(ckpt_of(q), ec)) {
+            resume = false;
+            break;
           }
+          const h5::File f = h5::File::open_read(ckpt_of(q));
+          const std::int64_t s = f.root().get_int("step");
+          resume = step < 0 || s == step;
+          step = s;
+        } catch (const Error&) {
+          resume = false;
         }
-        RunRecord rec;
-        rec.run_id = p.id;
-        rec.study = name;
-        rec.workload = workload.name;
-        rec.started_utc = utc_now();
-        rec.study_text = study_text;
-        rec.config = p.key_values;
-        rec.workers = p.config.workers;
-        StudyProgress progress(out, tag, done_cost, double(p.cost), double(todo_cost), study_start);
-        const CheckpointPolicy policy{ckpt, g.checkpoint_interval, g.checkpoint_steps};
-        rec.result = trainer->run(&progress, policy);
-        rec.finished_utc = utc_now();
-        rec.provenance = provenance(argc, argv, d);
+      }
+      if (resume) {
+        try {
+          trainer->restore_checkpoint(ckpt);
+          o.line(tag + "resuming from its checkpoint at step " + std::to_string(trainer->current_step()));
+        } catch (const Error& e) {
+          // Every process reads a complete file of the same configuration, so they fail alike.
+          o.line(tag + "checkpoint unusable (" + std::string(e.what()) + "); starting over");
+          trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm);
+        }
+      }
+      RunRecord rec;
+      rec.run_id = p.id;
+      rec.study = name;
+      rec.workload = workload.name;
+      rec.started_utc = utc_now();
+      rec.study_text = study_text;
+      rec.config = p.key_values;
+      rec.workers = p.config.workers;
+      StudyProgress progress(o, tag, pl.start, pl.end, makespan, study_start);
+      const CheckpointPolicy policy{ckpt, g.checkpoint_interval, g.checkpoint_steps};
+      rec.result = trainer->run(&progress, policy);
+      rec.finished_utc = utc_now();
+      if (leader) {
+        rec.provenance = provenance(argc, argv, d, nprocs);
         write_run_file(file, rec);
-        fs::remove(ckpt, ec);
-        done_cost += double(p.cost);
-        const RunSummary& s = rec.result.summary;
+        for (int q = 0; q < nprocs; ++q) fs::remove(ckpt_of(q), ec);
+        const RunSummary& sm = rec.result.summary;
         char buf[200];
-        std::snprintf(buf, sizeof buf, ": %s, final test accuracy %.2f %%, %.1f s", to_string(s.status).c_str(),
-                      100 * s.final_test_accuracy, s.wall_time_s);
-        out.line(tag + p.id + " " + axes_str + buf);
+        std::snprintf(buf, sizeof buf, ": %s, final test accuracy %.2f %%, %.1f s", to_string(sm.status).c_str(),
+                      100 * sm.final_test_accuracy, sm.wall_time_s);
+        o.line(tag + p.id + " " + axes_str + buf);
         std::vector<std::string> skipped;
         rebuild_index(study_dir, name, &skipped);
       }
     }
+    current_run = "-";
+    session.barrier();
+    if (!lead) return 0;
     std::vector<std::string> skipped;
     const std::size_t indexed = rebuild_index(study_dir, name, &skipped);
-    for (const auto& s : skipped) out.line("# skipped corrupt run file in the index: " + s);
+    for (const auto& sk : skipped) out.line("# skipped corrupt run file in the index: " + sk);
 
     // The study's runs, from their files.
+    int failed_checks = 0;
     std::printf("# %-16s  %-10s  %9s  %s\n", "run id", "status", "test acc", "axes");
     for (const auto& p : plan) {
       const h5::File f = h5::File::open_read((runs_dir / (p.id + ".h5")).string());
@@ -520,14 +680,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     return 0;
   } catch (const po::error& e) {
-    std::fprintf(stderr, "%s: error: %s\n(see %s --help)\n", prog.c_str(), e.what(), prog.c_str());
-    return 2;
+    return fail(session, prog, current_run, e.what(), 2, true);
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "%s: error: %s\n(see %s --help)\n", prog.c_str(), e.what(), prog.c_str());
-    return 2;
+    return fail(session, prog, current_run, e.what(), 2, true);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), e.what());
-    return 1;
+    return fail(session, prog, current_run, e.what(), 1, false);
   }
 }
 

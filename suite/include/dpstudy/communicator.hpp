@@ -28,7 +28,11 @@ class Communicator {
   // aligned to the tree: a whole group of a hierarchical run, or the world.
   virtual void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) = 0;
 
-  // Bytes this process has sent for averaging (0 in process), and the time spent.
+  // One value per local worker in, one per worker of the job out (in worker
+  // order): per-worker metrics, summed by the caller in a fixed order.
+  virtual std::vector<double> all_workers(const std::vector<double>& local) = 0;
+
+  // Bytes this process has sent for averaging (0 in process).
   virtual std::uint64_t bytes_sent() const = 0;
 };
 
@@ -40,6 +44,7 @@ class InProcessCommunicator : public Communicator {
   int first_local_worker() const override { return 0; }
   int local_workers() const override { return workers_; }
   void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) override;
+  std::vector<double> all_workers(const std::vector<double>& local) override { return local; }
   std::uint64_t bytes_sent() const override { return 0; }
 
  private:

@@ -8,4 +8,9 @@ namespace dpstudy {
 
 void kill_point(const char* name);
 
+// The same for an error: with DPSTUDY_TEST_FAIL_AT="NAME:K" (and, under MPI,
+// DPSTUDY_TEST_FAIL_RANK=R for world rank R only), the K-th pass through
+// fail_point("NAME") throws dpstudy::Error, as a real failure would.
+void fail_point(const char* name);
+
 }  // namespace dpstudy

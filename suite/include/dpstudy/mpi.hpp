@@ -1,0 +1,100 @@
+// The one layer between dpstudy and the MPI C API: the session, the world, and
+// the Communicator that places W logical workers on the P processes of a run.
+// Every call is checked; a failure is an MpiError naming the rank, the host and
+// the call. Built only with DPSTUDY_WITH_MPI.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dpstudy/communicator.hpp"
+#include "dpstudy/error.hpp"
+
+namespace dpstudy {
+
+class MpiError : public Error {
+ public:
+  using Error::Error;
+};
+
+namespace mpi {
+
+// True when this process was started by mpirun / mpiexec / srun (their
+// environment variables are set); then the session initialises MPI.
+bool launched_by_mpi();
+
+// Initialises MPI in its constructor (if launched_by_mpi()) and finalises it.
+class Session {
+ public:
+  Session();
+  ~Session();
+  Session(const Session&) = delete;
+  bool active() const { return active_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // Processes on this node (MPI_Comm_split_type shared memory) and this one's index there.
+  int local_size() const { return local_size_; }
+  int local_rank() const { return local_rank_; }
+  const std::string& host() const { return host_; }
+  // Ends every process of the job with `code`, after printing `message` (never returns).
+  [[noreturn]] void abort(const std::string& message, int code) const;
+  void barrier() const;
+  // Broadcasts from world rank 0.
+  void broadcast(std::vector<std::int64_t>& values) const;
+
+ private:
+  bool active_ = false;
+  int rank_ = 0, size_ = 1, local_size_ = 1, local_rank_ = 0;
+  std::string host_;
+};
+
+// A communicator over `ranks` (world ranks, ascending) for one run; only those
+// processes may construct it (MPI_Comm_create_group, collective over them).
+// `tag` must be unique among the groups created at the same time.
+class RunGroup {
+ public:
+  RunGroup(const std::vector<int>& ranks, int tag);
+  ~RunGroup();
+  RunGroup(const RunGroup&) = delete;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  void* handle() const { return comm_; }  // MPI_Comm, opaque here
+
+ private:
+  void* comm_ = nullptr;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace mpi
+
+// W logical workers on the P processes of a RunGroup, W / P contiguous ones on
+// each. mean() follows the fixed pairwise tree of communicator.hpp: a tree sum of
+// the process's own workers, then recursive halving across processes (P a
+// power of two) and an all-gather; otherwise every worker's buffer is gathered
+// and the same tree summed on one process, then broadcast. Bit for bit the
+// in-process result.
+class MpiCommunicator : public Communicator {
+ public:
+  MpiCommunicator(const mpi::RunGroup& group, int workers);
+  ~MpiCommunicator() override;
+  int world_workers() const override { return workers_; }
+  int first_local_worker() const override { return first_; }
+  int local_workers() const override { return local_; }
+  void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) override;
+  std::vector<double> all_workers(const std::vector<double>& local) override;
+  std::uint64_t bytes_sent() const override { return bytes_sent_; }
+
+ private:
+  void reduce_over(void* comm, int ranks, int rank, const std::vector<at::Tensor>& local, int lo, int count,
+                   at::Tensor& out);
+  void* comm_;  // the run's MPI_Comm
+  int workers_, procs_, rank_, first_, local_;
+  std::vector<at::Tensor> scratch_;
+  at::Tensor exchange_;
+  std::vector<std::pair<int, void*>> group_comms_;  // (group size, sub-communicator)
+  std::uint64_t bytes_sent_ = 0;
+};
+
+}  // namespace dpstudy

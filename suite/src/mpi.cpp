@@ -1,0 +1,238 @@
+#include "dpstudy/mpi.hpp"
+
+#include <ATen/ATen.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace dpstudy {
+namespace {
+
+std::string host_name() {
+  char name[MPI_MAX_PROCESSOR_NAME] = "";
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  return std::string(name, std::size_t(len));
+}
+
+void check(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  throw MpiError("rank " + std::to_string(rank) + " on " + host_name() + ": " + call + " failed: " +
+                 std::string(text, std::size_t(len)));
+}
+
+MPI_Comm as_comm(void* p) { return static_cast<MPI_Comm>(p); }
+
+bool power_of_two(int k) { return k > 0 && (k & (k - 1)) == 0; }
+
+// The part of an n-element buffer that rank `r` of `k` holds after recursive halving.
+std::pair<std::int64_t, std::int64_t> segment(int r, int k, std::int64_t n) {
+  std::int64_t lo = 0, hi = n;
+  for (int d = 1; d < k; d <<= 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if ((r & d) == 0) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return {lo, hi};
+}
+
+}  // namespace
+
+namespace mpi {
+
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+    if (std::getenv(v)) return true;
+  }
+  return false;
+}
+
+Session::Session() {
+  if (!launched_by_mpi()) return;
+  check(MPI_Init(nullptr, nullptr), "MPI_Init");
+  active_ = true;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+  MPI_Comm node;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
+  MPI_Comm_rank(node, &local_rank_);
+  MPI_Comm_size(node, &local_size_);
+  MPI_Comm_free(&node);
+  host_ = host_name();
+}
+
+Session::~Session() {
+  if (active_) MPI_Finalize();
+}
+
+void Session::abort(const std::string& message, int code) const {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::fflush(nullptr);
+  if (active_) MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);
+}
+
+void Session::barrier() const {
+  if (active_) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
+void Session::broadcast(std::vector<std::int64_t>& values) const {
+  if (!active_) return;
+  long long n = (long long)values.size();
+  check(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  values.resize(std::size_t(n));
+  check(MPI_Bcast(values.data(), int(n), MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+}
+
+RunGroup::RunGroup(const std::vector<int>& ranks, int tag) {
+  MPI_Group world, group;
+  check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+  check(MPI_Group_incl(world, int(ranks.size()), ranks.data(), &group), "MPI_Group_incl");
+  MPI_Comm comm;
+  check(MPI_Comm_create_group(MPI_COMM_WORLD, group, tag, &comm), "MPI_Comm_create_group");
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm, &rank_);
+  MPI_Comm_size(comm, &size_);
+  comm_ = comm;
+}
+
+RunGroup::~RunGroup() {
+  MPI_Comm comm = as_comm(comm_);
+  MPI_Comm_free(&comm);
+}
+
+}  // namespace mpi
+
+MpiCommunicator::MpiCommunicator(const mpi::RunGroup& group, int workers)
+    : comm_(group.handle()), workers_(workers), procs_(group.size()), rank_(group.rank()) {
+  if (workers_ % procs_ != 0) {
+    throw ConfigError("workers", std::to_string(workers_),
+                      "must be a multiple of the processes per run (" + std::to_string(procs_) + ")");
+  }
+  local_ = workers_ / procs_;
+  first_ = rank_ * local_;
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  for (auto& [size, comm] : group_comms_) {
+    MPI_Comm c = as_comm(comm);
+    MPI_Comm_free(&c);
+  }
+}
+
+std::vector<double> MpiCommunicator::all_workers(const std::vector<double>& local) {
+  std::vector<double> all(static_cast<std::size_t>(workers_));
+  check(MPI_Allgather(local.data(), local_, MPI_DOUBLE, all.data(), local_, MPI_DOUBLE, as_comm(comm_)),
+        "MPI_Allgather");
+  return all;
+}
+
+void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& out) {
+  if (out.scalar_type() != at::kFloat || !out.is_contiguous() || out.device().type() != at::kCPU) {
+    throw MpiError("MpiCommunicator::mean: expects contiguous float32 CPU buffers");
+  }
+  if (count == workers_) {
+    reduce_over(comm_, procs_, rank_, local, 0, count, out);
+    return;
+  }
+  if (count > local_) {
+    // A group spanning whole processes: its own sub-communicator, made at the
+    // first averaging (every process is here then: the caller loops over all groups).
+    if (count % local_ != 0 || first % local_ != 0) {
+      throw ConfigError("group_size", std::to_string(count),
+                        "must divide, or be a multiple of, the workers per process (" + std::to_string(local_) + ")");
+    }
+    void* sub = nullptr;
+    for (auto& [size, comm] : group_comms_) {
+      if (size == count) sub = comm;
+    }
+    if (!sub) {
+      MPI_Comm c;
+      check(MPI_Comm_split(as_comm(comm_), first_ / count, rank_, &c), "MPI_Comm_split");
+      MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+      group_comms_.emplace_back(count, c);
+      sub = c;
+    }
+    if (first_ / count != first / count) return;  // another group's averaging
+    int r = 0, k = 1;
+    MPI_Comm_rank(as_comm(sub), &r);
+    MPI_Comm_size(as_comm(sub), &k);
+    reduce_over(sub, k, r, local, 0, count, out);
+    return;
+  }
+  if (first + count <= first_ || first >= first_ + local_) return;  // hosted elsewhere
+  if (first < first_ || first + count > first_ + local_) {
+    throw ConfigError("group_size", std::to_string(count),
+                      "must divide, or be a multiple of, the workers per process (" + std::to_string(local_) + ")");
+  }
+  tree_sum(local, first - first_, first - first_ + count, out, scratch_);
+  out.div_(double(count));
+}
+
+void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::vector<at::Tensor>& local, int,
+                                  int count, at::Tensor& out) {
+  MPI_Comm comm = as_comm(comm_handle);
+  const std::int64_t n = out.numel();
+  if (n > std::int64_t(1) << 30) throw MpiError("MpiCommunicator: buffers over 2^30 elements are not supported yet");
+  if (power_of_two(k)) {
+    tree_sum(local, 0, local_, out, scratch_);  // this process's workers
+    float* s = out.data_ptr<float>();
+    if (!exchange_.defined() || exchange_.numel() < n / 2 + 1) exchange_ = at::empty({n / 2 + 1}, at::kFloat);
+    std::int64_t lo = 0, hi = n;
+    for (int d = 1; d < k; d <<= 1) {  // recursive halving: partners at distance 1, 2, 4, ...
+      const int partner = r ^ d;
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      const bool lower = (r & d) == 0;
+      const std::int64_t keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
+      const std::int64_t send_lo = lower ? mid : lo, send_hi = lower ? hi : mid;
+      check(MPI_Sendrecv(s + send_lo, int(send_hi - send_lo), MPI_FLOAT, partner, 17, exchange_.data_ptr<float>(),
+                         int(keep_hi - keep_lo), MPI_FLOAT, partner, 17, comm, MPI_STATUS_IGNORE),
+            "MPI_Sendrecv");
+      bytes_sent_ += std::uint64_t(send_hi - send_lo) * sizeof(float);
+      // lower + upper: the tree's order (float addition is commutative, so either side may add).
+      out.narrow(0, keep_lo, keep_hi - keep_lo).add_(exchange_.narrow(0, 0, keep_hi - keep_lo));
+      lo = keep_lo;
+      hi = keep_hi;
+    }
+    std::vector<int> counts(static_cast<std::size_t>(k)), displs(static_cast<std::size_t>(k));
+    for (int q = 0; q < k; ++q) {
+      const auto [a, b] = segment(q, k, n);
+      displs[std::size_t(q)] = int(a);
+      counts[std::size_t(q)] = int(b - a);
+    }
+    check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s, counts.data(), displs.data(), MPI_FLOAT, comm),
+          "MPI_Allgatherv");
+    bytes_sent_ += std::uint64_t(hi - lo) * sizeof(float) * std::uint64_t(k - 1);
+  } else {
+    // Not a power of two: every worker's buffer to rank 0, the same tree there, then to all.
+    at::Tensor mine = at::empty({std::int64_t(local_), n}, at::kFloat);
+    for (int i = 0; i < local_; ++i) mine[i].copy_(local[std::size_t(i)]);
+    at::Tensor all = r == 0 ? at::empty({std::int64_t(local_) * k, n}, at::kFloat) : at::Tensor();
+    check(MPI_Gather(mine.data_ptr<float>(), int(local_ * n), MPI_FLOAT, r == 0 ? all.data_ptr<float>() : nullptr,
+                     int(local_ * n), MPI_FLOAT, 0, comm),
+          "MPI_Gather");
+    bytes_sent_ += std::uint64_t(local_ * n) * sizeof(float);
+    if (r == 0) {
+      std::vector<at::Tensor> rows;
+      for (std::int64_t i = 0; i < all.size(0); ++i) rows.push_back(all[i]);
+      tree_sum(rows, 0, int(rows.size()), out, scratch_);
+    }
+    check(MPI_Bcast(out.data_ptr<float>(), int(n), MPI_FLOAT, 0, comm), "MPI_Bcast");
+  }
+  out.div_(double(count));
+}
+
+}  // namespace dpstudy

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""The reproducibility contract across process layouts: the same study run in one
+process, and under mpirun with 2 and 4 processes per run (recursive halving), 3
+(the gather fallback) and 4 processes holding 2 runs at a time, gives bit for
+bit the same metrics in every run file and in the index. And a rank that fails
+aborts the whole job quickly, keeping every finished run.
+
+usage: test_mpi_layouts.py WORKLOAD_EXE DPSTUDY_DATA MPIEXEC
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import h5py
+
+from h5compare import assert_same_study
+
+EXE, DATA_TOOL, MPIEXEC = sys.argv[1], sys.argv[2], sys.argv[3]
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+class Layouts(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-mpi-test-")
+        cls.data = os.path.join(cls.tmp, "data")
+        subprocess.run([DATA_TOOL, "make-fixtures", cls.data, "--train", "480", "--test", "100"], check=True,
+                       stdout=subprocess.DEVNULL)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def study(self, output, procs, *args, env=None):
+        cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
+               "--eval_every", "7", "--output", output, "--name", "s", "--quiet", *args]
+        if procs:
+            cmd = [MPIEXEC, "-n", str(procs), "--oversubscribe"] + cmd
+        started = time.monotonic()
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=600)
+        return r, time.monotonic() - started
+
+    def test_power_of_two_layouts_give_the_same_bits(self):
+        args = ["--workers", "4", "--sync_period", "1,3", "--group_size", "2", "--group_sync_period", "2",
+                "--overlap", "0.25", "--validation_fraction", "0.1", "--seeds", "2"]
+        one = os.path.join(self.tmp, "p1")
+        r, _ = self.study(one, 0, *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for procs, per_run in ((2, 2), (4, 4), (4, 2), (4, 1)):
+            out = os.path.join(self.tmp, f"n{procs}-p{per_run}")
+            r, _ = self.study(out, procs, *args, "--procs_per_run", str(per_run))
+            self.assertEqual(r.returncode, 0, f"-n {procs} --procs_per_run {per_run}: {r.stdout}\n{r.stderr}")
+            runs = assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))
+            self.assertEqual(len(runs), 4)
+            with h5py.File(os.path.join(out, "s", "runs", runs[0]), "r") as f:
+                self.assertEqual(f["provenance"].attrs["processes"], per_run)
+
+    def test_three_processes_use_the_gather_fallback_with_the_same_bits(self):
+        args = ["--workers", "6", "--sync_period", "1,4", "--group_size", "2",
+                "--group_sync_period", "2"]
+        one = os.path.join(self.tmp, "g1")
+        self.assertEqual(self.study(one, 0, *args)[0].returncode, 0)
+        out = os.path.join(self.tmp, "g3")
+        r, _ = self.study(out, 3, *args, "--procs_per_run", "3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))
+
+    def test_a_failing_rank_aborts_the_job_and_finished_runs_are_kept(self):
+        out = os.path.join(self.tmp, "fail")
+        env = dict(ENV, DPSTUDY_TEST_FAIL_AT="step:60", DPSTUDY_TEST_FAIL_RANK="1")
+        r, seconds = self.study(out, 2, "--workers", "2", "--seeds", "4", "--procs_per_run", "1", env=env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertLess(seconds, 120)
+        self.assertRegex(r.stderr, r"error: rank 1 on \S+, run [0-9a-f]{16}: injected failure")
+        # Rank 1 failed in its second run (48 steps a run); every run that finished is kept, complete.
+        runs = [f for f in os.listdir(os.path.join(out, "s", "runs")) if f.endswith(".h5") and ".ckpt." not in f]
+        self.assertGreaterEqual(len(runs), 1)
+        for name in runs:
+            with h5py.File(os.path.join(out, "s", "runs", name), "r") as f:
+                self.assertEqual(f["summary"].attrs["status"], "completed")
+        # Resumed, the study completes; then it equals an uninterrupted one.
+        r, _ = self.study(out, 2, "--workers", "2", "--seeds", "4", "--procs_per_run", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ref = os.path.join(self.tmp, "fail-ref")
+        self.assertEqual(self.study(ref, 0, "--workers", "2", "--seeds", "4")[0].returncode, 0)
+        assert_same_study(self, os.path.join(ref, "s"), os.path.join(out, "s"))
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
