@@ -8,17 +8,6 @@ import numpy as np
 NOT_METRICS = {"time_s", "comm_s", "wall_time_s", "samples_per_s", "started_utc", "finished_utc", "updated_utc"}
 
 
-def study(output, *extra, kill=None):
-    env = dict(os.environ)
-    env.pop("DPSTUDY_TEST_KILL_AT", None)
-    if kill:
-        env["DPSTUDY_TEST_KILL_AT"] = kill
-    cmd = [EXE, "--data_dir", FIXTURES, "--dataset", "mnist", "--name", "kill", "--output", output,
-           "--workers", "2", "--batch_size", "10", "--epochs", "2", "--sync_period", "1,4", "--seeds", "2",
-           "--eval_every", "10", "--checkpoint_steps", "10", "--threads", "1", *extra]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-
-
 def as_bytes(value):
     a = np.asarray(value)
     if a.dtype.kind == "O":  # variable-length strings: compare the text, not the pointers

@@ -17,6 +17,19 @@ from h5compare import assert_same_study
 
 EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
 FIXTURES = None  # made in the test's folder
+
+
+def study(output, *extra, kill=None):
+    env = dict(os.environ)
+    env.pop("DPSTUDY_TEST_KILL_AT", None)
+    if kill:
+        env["DPSTUDY_TEST_KILL_AT"] = kill
+    cmd = [EXE, "--data_dir", FIXTURES, "--dataset", "mnist", "--name", "kill", "--output", output,
+           "--workers", "2", "--batch_size", "10", "--epochs", "2", "--sync_period", "1,4", "--seeds", "2",
+           "--eval_every", "10", "--checkpoint_steps", "10", "--threads", "1", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+
+
 class KillAndResume(unittest.TestCase):
     def test_killed_study_resumes_to_the_uninterrupted_result(self):
         global FIXTURES
