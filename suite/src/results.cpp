@@ -144,6 +144,9 @@ void write_series(h5::Group& root, const RunResult& r, int workers) {
     g.set("steps_per_epoch", s.steps_per_epoch);
     g.set("wall_time_s", s.wall_time_s);
     g.set("samples_per_s", s.samples_per_s);
+    g.set("compute_time_s", s.compute_time_s);
+    g.set("comm_time_s", s.comm_time_s);
+    g.set("eval_time_s", s.eval_time_s);
     g.set("parameters", s.parameters);
     g.set("diverged", std::int64_t(s.status == RunStatus::diverged));
   }
@@ -250,6 +253,7 @@ std::string unit_of(const std::string& key) {
   static const std::map<std::string, std::string> units = {
       {"final_test_accuracy", "fraction"}, {"best_test_accuracy", "fraction"}, {"final_val_accuracy", "fraction"},
       {"final_test_loss", "nats"},         {"wall_time_s", "s"},               {"samples_per_s", "samples/s"},
+      {"compute_time_s", "s"},             {"comm_time_s", "s"},               {"eval_time_s", "s"},
       {"steps", "step"},                   {"steps_per_epoch", "step"},        {"batch_size", "samples"},
       {"epochs", "epoch"},                 {"warmup_epochs", "epoch"},         {"sync_period", "step"},
       {"group_sync_period", "step"},       {"eval_every", "step"},             {"block_size", "samples"}};

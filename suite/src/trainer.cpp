@@ -226,6 +226,7 @@ Trainer::Evaluation Trainer::evaluate(const at::Tensor& x, const at::Tensor& y, 
 }
 
 void Trainer::evaluate_into(RunResult& r, double train_loss) {
+  const auto t0 = Clock::now();
   // The averaged model: with identical replicas that is any replica.
   if (identical_) {
     eval_->params().copy_(params_[0]);
@@ -244,6 +245,7 @@ void Trainer::evaluate_into(RunResult& r, double train_loss) {
   e.val_accuracy.push_back(val.accuracy);
   e.train_loss.push_back(train_loss);
   e.worker_divergence.push_back(last_divergence_);
+  eval_s_ += seconds_since(t0);
 }
 
 RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoint) {
@@ -316,6 +318,9 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
   s.parameters = eval_->parameter_count();
   s.wall_time_s = elapsed();
   s.samples_per_s = double(step_ * c.workers * c.batch_size) / std::max(s.wall_time_s, 1e-9);
+  s.comm_time_s = comm_s_;
+  s.eval_time_s = eval_s_;
+  s.compute_time_s = std::max(0.0, s.wall_time_s - comm_s_ - eval_s_);
   if (!r.eval.step.empty()) {
     s.final_test_accuracy = r.eval.test_accuracy.back();
     s.final_test_loss = r.eval.test_loss.back();
@@ -365,6 +370,7 @@ void Trainer::save_checkpoint(const std::string& path) {
         root.set("identical", std::int64_t(identical_));
         root.set("comm_bytes", comm_bytes_);
         root.set("comm_s", comm_s_);
+        root.set("eval_s", eval_s_);
         root.set("last_divergence", last_divergence_);
         root.set("elapsed_s", elapsed_before_);
         root.set("loss_since_eval", loss_since_eval_);
@@ -419,6 +425,7 @@ void Trainer::restore_checkpoint(const std::string& path) {
   identical_ = root.get_int("identical") != 0;
   comm_bytes_ = root.get_int("comm_bytes");
   comm_s_ = root.get_double("comm_s");
+  eval_s_ = root.get_double("eval_s");
   last_divergence_ = root.get_double("last_divergence");
   elapsed_before_ = root.get_double("elapsed_s");
   loss_since_eval_ = root.get_double("loss_since_eval");

@@ -172,7 +172,9 @@ void print_result(const RunResult& r) {
   row("steps_per_epoch", double(s.steps_per_epoch), "steps");
   row("wall_time", s.wall_time_s, "s");
   row("samples_per_s", s.samples_per_s, "samples/s");
-  row("comm_time", r.train.comm_s.empty() ? 0 : r.train.comm_s.back(), "s");
+  row("compute_time", s.compute_time_s, "s");
+  row("comm_time", s.comm_time_s, "s");
+  row("eval_time", s.eval_time_s, "s");
   row("parameter_averagings", double(r.syncs.step.size()), "count");
   row("parameters", double(s.parameters), "count");
 }

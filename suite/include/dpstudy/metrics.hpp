@@ -49,6 +49,8 @@ struct RunSummary {
   double final_val_accuracy = 0;
   std::int64_t steps = 0, steps_per_epoch = 0;
   double wall_time_s = 0, samples_per_s = 0;
+  // wall_time_s = compute_time_s + comm_time_s + eval_time_s (s).
+  double compute_time_s = 0, comm_time_s = 0, eval_time_s = 0;
   std::int64_t parameters = 0;
 };
 

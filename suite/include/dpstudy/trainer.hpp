@@ -90,7 +90,7 @@ class Trainer {
   std::vector<std::int64_t> train_idx_, val_idx_;
   at::Tensor val_index_;
   bool identical_ = true;
-  double comm_s_ = 0, last_divergence_ = 0;
+  double comm_s_ = 0, eval_s_ = 0, last_divergence_ = 0;
   std::int64_t comm_bytes_ = 0;
   std::vector<double> last_worker_loss_;
   RunResult result_;  // the series so far
