@@ -69,6 +69,23 @@ class Layouts(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))
 
+    def test_killed_mpi_study_resumes_from_per_process_checkpoints(self):
+        args = ["--workers", "2", "--sync_period", "1,4", "--checkpoint_steps", "10", "--procs_per_run", "2"]
+        out = os.path.join(self.tmp, "killed")
+        r, _ = self.study(out, 2, *args, env=dict(ENV, DPSTUDY_TEST_KILL_AT="step:25"))
+        self.assertNotEqual(r.returncode, 0)
+        ckpts = sorted(f for f in os.listdir(os.path.join(out, "s", "runs")) if ".ckpt." in f)
+        self.assertEqual(len(ckpts), 2, ckpts)  # one per process: r0of2, r1of2
+        self.assertTrue(ckpts[0].endswith(".ckpt.r0of2.h5"), ckpts)
+        r, _ = self.study(out, 2, *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "s", "log.txt")) as log:
+            self.assertIn("resuming from its checkpoint at step 20", log.read())
+        self.assertEqual([f for f in os.listdir(os.path.join(out, "s", "runs")) if ".ckpt." in f], [])
+        ref = os.path.join(self.tmp, "killed-ref")
+        self.assertEqual(self.study(ref, 0, *args[:-2])[0].returncode, 0)
+        assert_same_study(self, os.path.join(ref, "s"), os.path.join(out, "s"))
+
     def test_a_failing_rank_aborts_the_job_and_finished_runs_are_kept(self):
         out = os.path.join(self.tmp, "fail")
         env = dict(ENV, DPSTUDY_TEST_FAIL_AT="step:60", DPSTUDY_TEST_FAIL_RANK="1")
