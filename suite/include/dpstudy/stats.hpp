@@ -1,0 +1,58 @@
+// Statistics for comparing study groups. Distributions come from Boost.Math;
+// conventions follow scipy.stats 1.10 (two-sided p-values), which a CTest test
+// checks to a relative 1e-6. Formulas: docs/analysis.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dpstudy::stats {
+
+struct Describe {
+  std::int64_t n = 0;
+  double mean, sd, sem, ci_low, ci_high, median, min, max;  // NaN where undefined (sd for n < 2)
+};
+Describe describe(const std::vector<double>& x, double confidence = 0.95);
+
+struct Test {
+  double statistic, df, p;  // df NaN where it does not apply
+};
+
+// scipy.stats.ttest_ind(a, b, equal_var=False)
+Test welch_t(const std::vector<double>& a, const std::vector<double>& b);
+// scipy.stats.ttest_rel(a, b)
+Test paired_t(const std::vector<double>& a, const std::vector<double>& b);
+// scipy.stats.mannwhitneyu(a, b): U of a; exact when min(n) <= 8 and no ties,
+// else normal approximation with tie and continuity correction.
+Test mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b);
+// scipy.stats.wilcoxon(a, b): zeros dropped, T = min(W+, W-); exact for n <= 50
+// without zeros, else normal approximation with tie correction.
+Test wilcoxon(const std::vector<double>& a, const std::vector<double>& b);
+// scipy.stats.f_oneway(*groups)
+Test anova(const std::vector<std::vector<double>>& groups);
+// Welch's heteroscedastic one-way ANOVA (Welch 1951).
+Test welch_anova(const std::vector<std::vector<double>>& groups);
+// scipy.stats.kruskal(*groups), tie-corrected H.
+Test kruskal(const std::vector<std::vector<double>>& groups);
+// Holm-Bonferroni adjusted p-values, in the input order.
+std::vector<double> holm(const std::vector<double>& p);
+
+struct Effect {
+  double g, ci_low, ci_high;
+};
+// Hedges' g (bias-corrected standardised mean difference a - b) with an
+// approximate normal confidence interval.
+Effect hedges_g(const std::vector<double>& a, const std::vector<double>& b, double confidence = 0.95);
+
+// Two-sided two-sample t-test power for standardised effect d (non-central t).
+double power_two_sample(double d, std::int64_t n1, std::int64_t n2, double alpha = 0.05);
+// The smallest d detectable with `power` at `alpha` with n1 and n2 samples.
+double detectable_effect(std::int64_t n1, std::int64_t n2, double alpha = 0.05, double power = 0.8);
+// Samples per group needed to detect d with `power` at `alpha`.
+std::int64_t samples_needed(double d, double alpha = 0.05, double power = 0.8);
+
+// "***" p < 0.001, "**" < 0.01, "*" < 0.05, "ns" otherwise, "-" for NaN.
+std::string significance(double p);
+
+}  // namespace dpstudy::stats

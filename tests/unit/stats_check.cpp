@@ -1,0 +1,45 @@
+// Reads test cases from stdin, one per line: NAME;group;group;... with each
+// group comma-separated numbers, and prints "statistic p" per line (holm: the
+// adjusted p-values). Used by test_stats_vs_scipy.py.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dpstudy/stats.hpp"
+
+using namespace dpstudy::stats;
+
+int main() {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::stringstream in(line);
+    std::string name, part;
+    std::getline(in, name, ';');
+    std::vector<std::vector<double>> g;
+    while (std::getline(in, part, ';')) {
+      std::vector<double> v;
+      std::stringstream values(part);
+      for (std::string x; std::getline(values, x, ',');) v.push_back(std::stod(x));
+      g.push_back(v);
+    }
+    Test t{};
+    if (name == "ttest_ind") t = welch_t(g[0], g[1]);
+    else if (name == "ttest_rel") t = paired_t(g[0], g[1]);
+    else if (name == "mannwhitneyu") t = mann_whitney_u(g[0], g[1]);
+    else if (name == "wilcoxon") t = wilcoxon(g[0], g[1]);
+    else if (name == "f_oneway") t = anova(g);
+    else if (name == "kruskal") t = kruskal(g);
+    else if (name == "holm") {
+      for (double p : holm(g[0])) std::printf("%.17g ", p);
+      std::printf("\n");
+      continue;
+    } else {
+      std::fprintf(stderr, "unknown test %s\n", name.c_str());
+      return 2;
+    }
+    std::printf("%.17g %.17g\n", t.statistic, t.p);
+  }
+  return 0;
+}
