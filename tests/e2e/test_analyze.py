@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""dpstudy-analyze on a real study made from fixtures: every command, every
+output format, plots, and the edge cases (n = 1, identical values, a group of
+diverged runs only, a missing factor level, an unknown metric, a folder that
+is not a study).
+
+usage: test_analyze.py ANALYZE WORKLOAD_EXE DPSTUDY_DATA
+"""
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ANALYZE, EXE, DATA_TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+class Analyze(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-analyze-test-")
+        data = os.path.join(cls.tmp, "data")
+        subprocess.run([DATA_TOOL, "make-fixtures", data, "--train", "200", "--test", "50"], check=True,
+                       stdout=subprocess.DEVNULL)
+        common = [EXE, "--data_dir", data, "--dataset", "mnist", "--epochs", "1", "--output", cls.tmp, "--quiet",
+                  "--workers", "2", "--eval_every", "2"]
+        # lr 1000 diverges: a group with diverged runs only. overlap 0.5 is missing at sync_period 4.
+        subprocess.run(common + ["--name", "main", "--batch_size", "10", "--overlap", "0,0.5", "--sync_period", "1,4",
+                                 "--lr", "0.05,1000", "--seeds", "3", "--exclude", "overlap=0.5 & sync_period=4"],
+                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(common + ["--name", "batch", "--batch_size", "5,10,20", "--seeds", "2"], check=True,
+                       stdout=subprocess.DEVNULL)
+        cls.main = os.path.join(cls.tmp, "main")
+        cls.batch = os.path.join(cls.tmp, "batch")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def analyze(self, *args, status=0):
+        r = subprocess.run([ANALYZE, *args], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, status, f"{args}: {r.stdout}\n{r.stderr}")
+        return r.stdout + r.stderr
+
+    def test_summary_in_every_format(self):
+        out = self.analyze("summary", self.main, "--by", "overlap,sync_period,lr")
+        self.assertIn("mean (fraction)", out)
+        self.assertIn("ci95 low (fraction)", out)
+        rows = list(csv.DictReader(io.StringIO(self.analyze("summary", self.main, "--by", "overlap,sync_period,lr",
+                                                            "--format", "csv"))))
+        self.assertEqual(len(rows), 6)
+        ok = [r for r in rows if r["lr"] == "0.05"]
+        self.assertTrue(all(r["n"] == "3" and r["not completed"] == "0" for r in ok))
+        diverged = [r for r in rows if r["lr"] == "1000"]
+        self.assertTrue(all(r["n"] == "0" and r["not completed"] == "3" for r in diverged))
+        tables = json.loads(self.analyze("summary", self.main, "--by", "lr", "--format", "json"))
+        self.assertEqual(tables[0]["rows"][0]["n"], 9)
+        self.assertIn("no completed run (9 diverged or failed)", " ".join(tables[0]["notes"]))
+        md = self.analyze("summary", self.main, "--by", "lr", "--format", "markdown")
+        self.assertIn("| lr | n | not completed |", md)
+        with_div = self.analyze("summary", self.main, "--by", "lr", "--include_diverged", "--format", "csv")
+        self.assertIn("1000,9,9", with_div)
+
+    def test_compare_with_holm_and_paired_tests(self):
+        out = self.analyze("compare", self.main, "--factor", "overlap", "--within", "sync_period", "--where", "lr=0.05")
+        self.assertIn("one-way ANOVA", out)
+        self.assertIn("Kruskal-Wallis", out)
+        self.assertIn("Welch p Holm", out)
+        self.assertIn("sync_period=4: level overlap=0.5 has no completed run here", out)  # missing level
+        self.assertIn("sync_period=4: fewer than 2 levels", out)
+        rows = json.loads(self.analyze("compare", self.main, "--factor", "overlap", "--where", "lr=0.05",
+                                       "--where", "sync_period=1", "--baseline", "0", "--format", "json"))[1]["rows"]
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["pairs"], 3)  # seeds 1..3 in both levels
+        self.assertTrue(0 <= rows[0]["Welch p"] <= 1)
+
+    def test_edge_cases_are_messages_not_crashes(self):
+        out = self.analyze("summary", self.main, "--by", "overlap", "--where", "seed=1", "--where", "lr=0.05",
+                           "--where", "sync_period=1")
+        self.assertIn("n = 1, no variance and no confidence interval", out)
+        out = self.analyze("compare", self.main, "--factor", "overlap", "--where", "seed=1", "--where", "lr=0.05",
+                           "--where", "sync_period=1")
+        self.assertIn("needs at least 2 values per group, got 1", out)
+        out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "steps", "--where", "lr=0.05")
+        self.assertIn("every value is the same", out)
+        out = self.analyze("compare", self.main, "--factor", "overlap", "--metric", "steps", "--where", "lr=0.05",
+                           "--where", "sync_period=1")
+        self.assertIn("ANOVA", out)  # identical values: no p-value, no crash
+        out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "accuracy", status=2)
+        self.assertIn("metric 'accuracy' does not exist; numeric columns:", out)
+        self.assertIn("final_test_accuracy", out)
+        out = self.analyze("summary", self.tmp, "--by", "overlap", status=2)
+        self.assertIn("not a study folder (no index.h5)", out)
+        out = self.analyze("summary", self.main, "--by", "overlapp", status=2)
+        self.assertIn("grouping key 'overlapp' is not a column of the index", out)
+        self.analyze("summary", self.main, "--by", "overlap", "--where", "lr=7", status=2)
+
+    def test_series_metric_curves_power_and_steps(self):
+        out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",
+                           "--where", "lr=0.05", "--format", "csv")
+        self.assertEqual(len(list(csv.DictReader(io.StringIO(out)))), 2)
+        out = self.analyze("curves", self.main, "--by", "sync_period", "--where", "lr=0.05", "--x", "samples",
+                           "--format", "csv")
+        self.assertIn("samples", out.splitlines()[0])
+        out = self.analyze("power", self.main, "--factor", "overlap", "--where", "lr=0.05", "--where",
+                           "sync_period=1", "--effect", "1")
+        self.assertIn("seeds per group for d=1", out)
+        self.assertIn(" 17", out)  # the textbook 17 per group for d = 1 at 80 % power
+        out = self.analyze("steps-to-result", self.batch, "--target", "0.5")
+        self.assertIn("perfect scaling (steps)", out)
+        rows = list(csv.DictReader(io.StringIO(self.analyze("steps-to-result", self.batch, "--target", "0.5",
+                                                             "--format", "csv"))))
+        self.assertEqual([r["batch_size"] for r in rows], ["5", "10", "20"])
+
+    def test_plots(self):
+        for kind, args in (("summary", ["--by", "overlap,sync_period", "--where", "lr=0.05"]),
+                           ("curves", ["--by", "sync_period", "--where", "lr=0.05", "--x", "epoch"]),
+                           ("steps", ["--target", "0.5"])):
+            for ext in ("png", "svg"):
+                path = os.path.join(self.tmp, f"{kind}.{ext}")
+                study = self.batch if kind == "steps" else self.main
+                self.analyze("plot", study, "--kind", kind, "--output", path, *args)
+                with open(path, "rb") as f:
+                    head = f.read(8)
+                self.assertTrue(head.startswith(b"\x89PNG") if ext == "png" else b"<?xml" in head or b"<svg" in head)
+        out = self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap", "--output", "x.pdf", status=2)
+        self.assertIn("must end in .png or .svg", out)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

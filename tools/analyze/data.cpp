@@ -1,0 +1,219 @@
+#include "data.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "dpstudy/error.hpp"
+#include "dpstudy/hdf5.hpp"
+#include "dpstudy/results.hpp"
+
+namespace fs = std::filesystem;
+
+namespace dpstudy::analyze {
+
+bool Run::completed() const {
+  const auto it = texts.find("status");
+  return it != texts.end() && it->second == "completed";
+}
+
+std::string format_number(double v) {
+  if (std::isnan(v)) return "nan";
+  char buf[40];
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::optional<std::string> Run::text(const std::string& key) const {
+  if (auto it = texts.find(key); it != texts.end()) return it->second;
+  if (auto it = numbers.find(key); it != numbers.end()) return format_number(it->second);
+  return std::nullopt;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+Runs load_studies(const std::vector<std::string>& dirs) {
+  if (dirs.empty()) throw UsageError("give at least one study folder (e.g. results/quickstart)");
+  Runs r;
+  for (const auto& dir : dirs) {
+    const std::string index = (fs::path(dir) / "index.h5").string();
+    std::error_code ec;
+    if (!fs::exists(index, ec)) {
+      throw UsageError(dir + ": not a study folder (no index.h5); a study's results are in <output>/<study>/, "
+                             "e.g. results/quickstart");
+    }
+    const h5::File f = h5::File::open_read(index);
+    const h5::Group root = f.root();
+    if (!root.has_attr("schema") || root.get_string("schema") != kIndexSchema) {
+      throw UsageError(index + ": not a " + std::string(kIndexSchema) + " index");
+    }
+    const h5::Group idx = root.open_group("index");
+    const auto names = idx.members();
+    std::size_t n = 0;
+    std::map<std::string, std::vector<double>> nums;
+    std::map<std::string, std::vector<std::string>> texts;
+    for (const auto& name : names) {
+      if (idx.dataset_kind(name) == 's') {
+        texts[name] = idx.read_strings(name);
+        n = texts[name].size();
+      } else {
+        nums[name] = idx.read_doubles(name);
+        n = nums[name].size();
+      }
+      if (std::find(r.columns.begin(), r.columns.end(), name) == r.columns.end()) r.columns.push_back(name);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      Run run;
+      for (const auto& [k, v] : nums) run.numbers[k] = v[i];
+      for (const auto& [k, v] : texts) run.texts[k] = v[i];
+      run.file = (fs::path(dir) / "runs" / (run.texts["run_id"] + ".h5")).string();
+      r.runs.push_back(std::move(run));
+    }
+  }
+  for (const char* c : {"final_test_accuracy", "best_test_accuracy", "final_val_accuracy"}) r.units[c] = "fraction";
+  for (const char* c : {"wall_time_s", "compute_time_s", "comm_time_s", "eval_time_s"}) r.units[c] = "s";
+  r.units["final_test_loss"] = "nats";
+  r.units["samples_per_s"] = "samples/s";
+  r.units["steps"] = "steps";
+  // Configuration keys used as axes.
+  for (const char* c : {"overlap", "validation_fraction"}) r.units[c] = "fraction of the data";
+  for (const char* c : {"sync_period", "group_sync_period", "eval_every", "step"}) r.units[c] = "steps";
+  for (const char* c : {"batch_size", "block_size", "samples"}) r.units[c] = "samples";
+  r.units["epoch"] = "epochs";
+  r.units["time_s"] = "s";
+  return r;
+}
+
+void require_columns(const Runs& r, const std::vector<std::string>& keys, const char* what) {
+  for (const auto& k : keys) {
+    if (std::find(r.columns.begin(), r.columns.end(), k) == r.columns.end()) {
+      std::string all;
+      for (const auto& c : r.columns) all += (all.empty() ? "" : ", ") + c;
+      throw UsageError(std::string(what) + " '" + k + "' is not a column of the index; columns: " + all);
+    }
+  }
+}
+
+void apply_where(Runs& r, const std::vector<std::string>& where) {
+  for (const auto& cond : where) {
+    const auto eq = cond.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--where '" + cond + "': expected KEY=VALUE");
+    const std::string key = cond.substr(0, eq), value = cond.substr(eq + 1);
+    require_columns(r, {key}, "--where key");
+    char* end = nullptr;
+    const double num = std::strtod(value.c_str(), &end);
+    const bool numeric = end && *end == '\0' && !value.empty();
+    std::vector<Run> kept;
+    for (auto& run : r.runs) {
+      const auto it = run.numbers.find(key);
+      const bool match = it != run.numbers.end() && numeric ? it->second == num : run.text(key) == value;
+      if (match) kept.push_back(std::move(run));
+    }
+    r.runs = std::move(kept);
+  }
+  if (r.runs.empty()) throw UsageError("no run matches the --where conditions");
+}
+
+std::vector<double> series(const Run& run, const std::string& name, bool train) {
+  const h5::File f = h5::File::open_read(run.file);
+  const h5::Group g = f.root().open_group(train ? "train" : "eval");
+  if (!g.has(name)) {
+    std::string all;
+    for (const auto& m : g.members()) all += (all.empty() ? "" : ", ") + m;
+    throw UsageError(std::string(train ? "train" : "eval") + " series '" + name + "' does not exist; series: " + all);
+  }
+  return g.read_doubles(name);
+}
+
+std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric) {
+  std::vector<double> out;
+  const auto at = metric.find('@');
+  if (at == std::string::npos) {
+    if (std::find(r.columns.begin(), r.columns.end(), metric) == r.columns.end() ||
+        (!runs.empty() && !runs.front()->numbers.count(metric))) {
+      std::string all;
+      for (const auto& c : r.columns) {
+        if (!r.runs.empty() && r.runs.front().numbers.count(c)) all += (all.empty() ? "" : ", ") + c;
+      }
+      throw UsageError("metric '" + metric + "' does not exist; numeric columns: " + all +
+                       "; or a series at a point, e.g. test_accuracy@epoch=1");
+    }
+    for (const Run* run : runs) out.push_back(run->numbers.at(metric));
+    return out;
+  }
+  const std::string name = metric.substr(0, at), point = metric.substr(at + 1);
+  const auto eq = point.find('=');
+  const std::string axis = eq == std::string::npos ? "" : point.substr(0, eq);
+  if (axis != "step" && axis != "epoch") {
+    throw UsageError("metric '" + metric + "': expected SERIES@step=N or SERIES@epoch=E");
+  }
+  const double where = std::strtod(point.c_str() + eq + 1, nullptr);
+  for (const Run* run : runs) {
+    const std::vector<double> x = series(*run, axis);
+    const std::vector<double> y = series(*run, name);
+    double v = std::nan("");
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (std::fabs(x[i] - where) < 1e-9) v = y[i];
+    }
+    if (std::isnan(v)) {
+      throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") + " has no evaluation at " + axis +
+                       " " + format_number(where));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string metric_unit(const Runs& r, const std::string& metric) {
+  const std::string base = metric.substr(0, metric.find('@'));
+  if (auto it = r.units.find(base); it != r.units.end()) return it->second;
+  if (base.find("accuracy") != std::string::npos) return "fraction";
+  if (base.find("loss") != std::string::npos) return "nats";
+  return "";
+}
+
+std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& keys, bool include_diverged) {
+  require_columns(r, keys, "grouping key");
+  std::vector<Group> groups;
+  for (const auto& run : r.runs) {
+    std::vector<std::string> kv;
+    for (const auto& k : keys) kv.push_back(run.text(k).value_or(""));
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.key_values == kv; });
+    if (it == groups.end()) {
+      groups.push_back({kv, {}, 0});
+      it = groups.end() - 1;
+    }
+    if (run.completed() || include_diverged) {
+      it->runs.push_back(&run);
+    }
+    if (!run.completed()) ++it->not_completed;
+  }
+  auto less = [](const std::string& a, const std::string& b) {
+    char *ea = nullptr, *eb = nullptr;
+    const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
+    if (ea && *ea == '\0' && eb && *eb == '\0' && !a.empty() && !b.empty()) return x < y;
+    return a < b;
+  };
+  std::sort(groups.begin(), groups.end(), [&](const Group& a, const Group& b) {
+    for (std::size_t i = 0; i < a.key_values.size(); ++i) {
+      if (a.key_values[i] != b.key_values[i]) return less(a.key_values[i], b.key_values[i]);
+    }
+    return false;
+  });
+  return groups;
+}
+
+}  // namespace dpstudy::analyze

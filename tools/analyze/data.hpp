@@ -1,0 +1,56 @@
+// dpstudy-analyze's view of results: the runs of one or more study folders
+// (index plus run files, through the HDF5 layer), filtered and grouped.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dpstudy::analyze {
+
+struct Run {
+  std::map<std::string, double> numbers;     // numeric index columns
+  std::map<std::string, std::string> texts;  // text index columns
+  std::string file;                          // its run file
+  bool completed() const;
+  // The value as text (numbers in their shortest exact form), or nullopt.
+  std::optional<std::string> text(const std::string& key) const;
+};
+
+struct Runs {
+  std::vector<Run> runs;
+  std::vector<std::string> columns;        // every index column seen
+  std::map<std::string, std::string> units;  // column -> units attribute
+};
+
+// Loads every study folder; UsageError for a folder that is not a study.
+Runs load_studies(const std::vector<std::string>& dirs);
+
+// Keeps the runs matching every "key=value" (numbers compare as numbers).
+void apply_where(Runs& r, const std::vector<std::string>& where);
+
+// Checks that every key is a column; UsageError listing the columns otherwise.
+void require_columns(const Runs& r, const std::vector<std::string>& keys, const char* what);
+
+// A metric: a numeric index column, or SERIES@step=N / SERIES@epoch=E read from
+// each run's /eval series. NaN where a run has no value. UsageError listing the
+// metrics that exist when it names none.
+std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric);
+std::string metric_unit(const Runs& r, const std::string& metric);
+
+struct Group {
+  std::vector<std::string> key_values;  // one per grouping key
+  std::vector<const Run*> runs;         // completed runs (and diverged ones if asked)
+  int not_completed = 0;                // diverged or failed runs
+};
+// Groups by `keys` (sorted numerically where the values are numbers).
+std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& keys, bool include_diverged);
+
+std::string format_number(double v);
+std::vector<std::string> split_list(const std::string& text);
+
+// One run's eval series (or train series when `train` is set), by name.
+std::vector<double> series(const Run& run, const std::string& name, bool train = false);
+
+}  // namespace dpstudy::analyze

@@ -1,0 +1,555 @@
+// dpstudy-analyze: summaries, significance tests, power, learning curves,
+// steps-to-result and plots from study results. docs/analysis.md.
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "data.hpp"
+#include "dpstudy/error.hpp"
+#include "dpstudy/stats.hpp"
+#include "report.hpp"
+
+namespace po = boost::program_options;
+using namespace dpstudy;
+using namespace dpstudy::analyze;
+
+namespace {
+
+struct Options {
+  std::string command, metric = "final_test_accuracy", factor, baseline, format = "table", series = "test_accuracy",
+                       x = "step", output, kind = "summary";
+  std::vector<std::string> dirs, where, by, within;
+  bool include_diverged = false;
+  double effect = 0, target = std::nan(""), alpha = 0.05, power = 0.8;
+};
+
+std::string num(double v, int digits = 4) {
+  if (std::isnan(v)) return "-";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
+std::string pval(double p) {
+  if (std::isnan(p)) return "-";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, p < 1e-4 ? "%.2e" : "%.4f", p);
+  return buf;
+}
+
+std::string with_unit(const std::string& name, const std::string& unit) {
+  return unit.empty() ? name : name + " (" + unit + ")";
+}
+
+std::string label(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
+  std::string s;
+  for (std::size_t i = 0; i < keys.size(); ++i) s += (s.empty() ? "" : " ") + keys[i] + "=" + values[i];
+  return s.empty() ? "all" : s;
+}
+
+std::vector<double> finite(std::vector<double> v) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
+  return v;
+}
+
+Runs subset(const Runs& all, const std::vector<const Run*>& runs) {
+  Runs r;
+  r.columns = all.columns;
+  r.units = all.units;
+  for (const Run* run : runs) r.runs.push_back(*run);
+  return r;
+}
+
+// ---- summary ----
+std::vector<Table> summary(const Runs& r, const Options& o) {
+  const std::string unit = metric_unit(r, o.metric);
+  Table t;
+  t.title = "summary of " + o.metric + (o.include_diverged ? " (diverged runs included)" : "");
+  t.headers = o.by;
+  for (const char* h : {"n", "not completed"}) t.headers.push_back(h);
+  for (const char* h : {"mean", "sd", "sem", "ci95 low", "ci95 high", "median", "min", "max"}) {
+    t.headers.push_back(with_unit(h, unit));
+  }
+  for (const Group& g : group_runs(r, o.by, o.include_diverged)) {
+    const stats::Describe d = stats::describe(finite(metric_values(r, g.runs, o.metric)));
+    std::vector<std::string> row = g.key_values;
+    row.push_back(std::to_string(d.n));
+    row.push_back(std::to_string(g.not_completed));
+    for (double v : {d.mean, d.sd, d.sem, d.ci_low, d.ci_high, d.median, d.min, d.max}) row.push_back(num(v));
+    t.rows.push_back(row);
+    const std::string name = label(o.by, g.key_values);
+    if (d.n == 0) t.notes.push_back(name + ": no completed run (" + std::to_string(g.not_completed) + " diverged or failed)");
+    if (d.n == 1) t.notes.push_back(name + ": n = 1, no variance and no confidence interval");
+    if (d.n > 1 && d.sd == 0) t.notes.push_back(name + ": every value is the same");
+  }
+  return {t};
+}
+
+// ---- compare and power ----
+struct Pair {
+  std::size_t a, b;
+};
+
+std::vector<Pair> pairs_of(const std::vector<Group>& levels, const std::string& baseline, std::vector<std::string>& notes,
+                           const std::string& family) {
+  std::vector<Pair> out;
+  if (!baseline.empty()) {
+    auto it = std::find_if(levels.begin(), levels.end(), [&](const Group& g) { return g.key_values[0] == baseline; });
+    if (it == levels.end()) {
+      notes.push_back(family + ": baseline level " + baseline + " is missing; no pairwise comparison");
+      return out;
+    }
+    const std::size_t base = std::size_t(it - levels.begin());
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+      if (i != base) out.push_back({base, i});
+    }
+    return out;
+  }
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    for (std::size_t j = i + 1; j < levels.size(); ++j) out.push_back({i, j});
+  }
+  return out;
+}
+
+// Values of two levels matched by seed (runs with one value per seed in each).
+std::pair<std::vector<double>, std::vector<double>> paired(const Runs& r, const Group& a, const Group& b,
+                                                           const std::string& metric) {
+  std::map<double, double> va, vb;
+  const auto xa = metric_values(r, a.runs, metric), xb = metric_values(r, b.runs, metric);
+  std::map<double, int> ca, cb;
+  for (std::size_t i = 0; i < a.runs.size(); ++i) ++ca[a.runs[i]->numbers.at("seed")], va[a.runs[i]->numbers.at("seed")] = xa[i];
+  for (std::size_t i = 0; i < b.runs.size(); ++i) ++cb[b.runs[i]->numbers.at("seed")], vb[b.runs[i]->numbers.at("seed")] = xb[i];
+  std::vector<double> pa, pb;
+  for (const auto& [seed, v] : va) {
+    if (ca[seed] == 1 && cb.count(seed) && cb[seed] == 1 && !std::isnan(v) && !std::isnan(vb[seed])) {
+      pa.push_back(v);
+      pb.push_back(vb[seed]);
+    }
+  }
+  return {pa, pb};
+}
+
+template <typename F>
+double p_or_nan(F&& f, std::vector<std::string>& notes, const std::string& what) {
+  try {
+    return f().p;
+  } catch (const UsageError& e) {
+    notes.push_back(what + ": " + e.what());
+    return std::nan("");
+  }
+}
+
+std::vector<Table> compare(const Runs& r, const Options& o) {
+  if (o.factor.empty()) throw UsageError("compare needs --factor KEY");
+  require_columns(r, {o.factor}, "--factor");
+  const std::string unit = metric_unit(r, o.metric);
+  const std::vector<Group> all_levels = group_runs(r, {o.factor}, false);
+  Table omni, pw;
+  omni.title = "omnibus tests of " + o.metric + " across " + o.factor;
+  omni.headers = {"family", "test", "statistic", "df", "p", ""};
+  pw.title = "pairwise comparisons of " + o.metric + " (p adjusted by Holm within each family)";
+  pw.headers = {"family", o.factor + " a", o.factor + " b", "n a", "n b", with_unit("mean b - a", unit),
+                "Hedges g [95% CI]", "Welch p", "Welch p Holm", "", "M-W U p Holm", "pairs", "paired t p Holm",
+                "Wilcoxon p Holm"};
+  for (const Group& family : group_runs(r, o.within, false)) {
+    const std::string fam = label(o.within, family.key_values);
+    const Runs fr = subset(r, family.runs);
+    std::vector<Group> levels = group_runs(fr, {o.factor}, o.include_diverged);
+    levels.erase(std::remove_if(levels.begin(), levels.end(), [](const Group& g) { return g.runs.empty(); }), levels.end());
+    for (const Group& l : all_levels) {
+      if (std::none_of(levels.begin(), levels.end(), [&](const Group& g) { return g.key_values == l.key_values; })) {
+        pw.notes.push_back(fam + ": level " + o.factor + "=" + l.key_values[0] + " has no completed run here");
+      }
+    }
+    std::vector<std::vector<double>> values;
+    for (const Group& g : levels) values.push_back(finite(metric_values(fr, g.runs, o.metric)));
+    if (levels.size() >= 2) {
+      for (const auto& [name, fn] : std::vector<std::pair<std::string, stats::Test (*)(const std::vector<std::vector<double>>&)>>{
+               {"one-way ANOVA", stats::anova}, {"Welch ANOVA", stats::welch_anova}, {"Kruskal-Wallis", stats::kruskal}}) {
+        try {
+          const stats::Test t = fn(values);
+          omni.rows.push_back({fam, name, num(t.statistic), num(t.df), pval(t.p), stats::significance(t.p)});
+        } catch (const UsageError& e) {
+          omni.rows.push_back({fam, name, "-", "-", "-", "-"});
+          omni.notes.push_back(fam + ", " + name + ": " + e.what());
+        }
+      }
+    } else {
+      omni.notes.push_back(fam + ": fewer than 2 levels of " + o.factor + " with completed runs");
+    }
+    const std::vector<Pair> pairs = pairs_of(levels, o.baseline, pw.notes, fam);
+    std::vector<double> welch, mwu, pt, wx;
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::size_t> npairs;
+    for (const Pair& p : pairs) {
+      const auto& a = values[p.a];
+      const auto& b = values[p.b];
+      const std::string what = fam + ", " + levels[p.a].key_values[0] + " vs " + levels[p.b].key_values[0];
+      welch.push_back(p_or_nan([&] { return stats::welch_t(b, a); }, pw.notes, what + ", Welch"));
+      mwu.push_back(p_or_nan([&] { return stats::mann_whitney_u(b, a); }, pw.notes, what + ", Mann-Whitney"));
+      const auto [pa, pb] = paired(fr, levels[p.a], levels[p.b], o.metric);
+      npairs.push_back(pa.size());
+      pt.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::paired_t(pb, pa); }, pw.notes, what + ", paired t")
+                                  : std::nan(""));
+      wx.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::wilcoxon(pb, pa); }, pw.notes, what + ", Wilcoxon")
+                                  : std::nan(""));
+      std::string g = "-";
+      try {
+        const stats::Effect e = stats::hedges_g(b, a);
+        g = num(e.g, 3) + " [" + num(e.ci_low, 3) + ", " + num(e.ci_high, 3) + "]";
+      } catch (const UsageError&) {
+      }
+      const double diff = (a.empty() || b.empty()) ? std::nan("") : stats::describe(b).mean - stats::describe(a).mean;
+      rows.push_back({fam, levels[p.a].key_values[0], levels[p.b].key_values[0], std::to_string(a.size()),
+                      std::to_string(b.size()), num(diff), g});
+    }
+    const auto hw = stats::holm(welch), hm = stats::holm(mwu), hp = stats::holm(pt), hx = stats::holm(wx);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      auto row = rows[i];
+      for (const std::string& cell : {pval(welch[i]), pval(hw[i]), stats::significance(hw[i]), pval(hm[i]),
+                                      std::to_string(npairs[i]), pval(hp[i]), pval(hx[i])}) {
+        row.push_back(cell);
+      }
+      pw.rows.push_back(row);
+    }
+  }
+  pw.notes.push_back("marks: *** p < 0.001, ** < 0.01, * < 0.05 (Welch, Holm-adjusted); paired tests match runs "
+                     "by seed: the same seed means the same initial weights and sampler streams");
+  return {omni, pw};
+}
+
+std::vector<Table> power(const Runs& r, const Options& o) {
+  if (o.factor.empty()) throw UsageError("power needs --factor KEY");
+  require_columns(r, {o.factor}, "--factor");
+  Table t;
+  t.title = "power of Welch's t-test on " + o.metric + " at alpha " + num(o.alpha) + ", power " + num(o.power);
+  const std::string unit = metric_unit(r, o.metric);
+  t.headers = {"family", o.factor + " a", o.factor + " b", "n a", "n b", "detectable d", with_unit("detectable diff", unit)};
+  if (o.effect > 0) t.headers.push_back("seeds per group for d=" + num(o.effect));
+  for (const Group& family : group_runs(r, o.within, false)) {
+    const std::string fam = label(o.within, family.key_values);
+    const Runs fr = subset(r, family.runs);
+    std::vector<Group> levels = group_runs(fr, {o.factor}, false);
+    levels.erase(std::remove_if(levels.begin(), levels.end(), [](const Group& g) { return g.runs.empty(); }), levels.end());
+    for (const Pair& p : pairs_of(levels, o.baseline, t.notes, fam)) {
+      const auto a = finite(metric_values(fr, levels[p.a].runs, o.metric));
+      const auto b = finite(metric_values(fr, levels[p.b].runs, o.metric));
+      std::vector<std::string> row = {fam, levels[p.a].key_values[0], levels[p.b].key_values[0], std::to_string(a.size()),
+                                      std::to_string(b.size())};
+      try {
+        const double d = stats::detectable_effect(std::int64_t(a.size()), std::int64_t(b.size()), o.alpha, o.power);
+        const double sa = stats::describe(a).sd, sb = stats::describe(b).sd;
+        const double sp = std::sqrt(((a.size() - 1) * sa * sa + (b.size() - 1) * sb * sb) / double(a.size() + b.size() - 2));
+        row.push_back(num(d, 3));
+        row.push_back(num(d * sp, 3));
+      } catch (const UsageError& e) {
+        row.push_back("-");
+        row.push_back("-");
+        t.notes.push_back(fam + ": " + e.what());
+      }
+      if (o.effect > 0) row.push_back(std::to_string(stats::samples_needed(o.effect, o.alpha, o.power)));
+      t.rows.push_back(row);
+    }
+  }
+  t.notes.push_back("d is Cohen's standardised difference; the detectable difference is d x the pooled sd");
+  return {t};
+}
+
+// ---- curves and steps-to-result ----
+struct Curve {
+  std::vector<std::string> key_values;
+  std::vector<double> x, mean, lo, hi;
+  std::vector<std::int64_t> n;
+};
+
+std::vector<Curve> curves_of(const Runs& r, const Options& o) {
+  if (o.x != "step" && o.x != "epoch" && o.x != "samples" && o.x != "time_s") {
+    throw ConfigError("x", o.x, "is not one of: step, epoch, samples, time_s");
+  }
+  std::vector<Curve> out;
+  for (const Group& g : group_runs(r, o.by, o.include_diverged)) {
+    std::map<double, std::vector<double>> at;  // x -> values
+    for (const Run* run : g.runs) {
+      const auto y = series(*run, o.series);
+      const auto steps = series(*run, "step");
+      std::vector<double> x = o.x == "epoch" ? series(*run, "epoch") : steps;
+      if (o.x == "samples") {
+        for (auto& v : x) v *= run->numbers.at("workers") * run->numbers.at("batch_size");
+      } else if (o.x == "time_s") {
+        const auto t = series(*run, "time_s", true);
+        for (auto& v : x) v = t.at(std::size_t(v) - 1);
+      }
+      for (std::size_t i = 0; i < y.size(); ++i) at[x[i]].push_back(y[i]);
+    }
+    Curve c{g.key_values, {}, {}, {}, {}, {}};
+    for (const auto& [x, ys] : at) {
+      const stats::Describe d = stats::describe(finite(ys));
+      c.x.push_back(x);
+      c.mean.push_back(d.mean);
+      c.lo.push_back(std::isnan(d.ci_low) ? d.mean : d.ci_low);
+      c.hi.push_back(std::isnan(d.ci_high) ? d.mean : d.ci_high);
+      c.n.push_back(d.n);
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<Table> curves(const Runs& r, const Options& o) {
+  Table t;
+  const std::string unit = metric_unit(r, o.series);
+  t.title = "learning curves of " + o.series + " (mean and 95 % t interval over runs) against " + o.x;
+  t.headers = o.by;
+  for (const std::string& h : {o.x, std::string("n"), with_unit("mean", unit), with_unit("ci95 low", unit), with_unit("ci95 high", unit)}) {
+    t.headers.push_back(h);
+  }
+  for (const Curve& c : curves_of(r, o)) {
+    for (std::size_t i = 0; i < c.x.size(); ++i) {
+      std::vector<std::string> row = c.key_values;
+      for (const std::string& cell : {num(c.x[i], 8), std::to_string(c.n[i]), num(c.mean[i]), num(c.lo[i]), num(c.hi[i])}) {
+        row.push_back(cell);
+      }
+      t.rows.push_back(row);
+    }
+  }
+  return {t};
+}
+
+struct Reach {
+  std::vector<std::string> key_values;
+  std::int64_t trials = 0, reached = 0;
+  double best = std::nan(""), median = std::nan("");
+};
+
+std::vector<Reach> reach_of(const Runs& r, const Options& o) {
+  if (std::isnan(o.target)) throw UsageError("steps-to-result needs --target VALUE (e.g. 0.9 for 90 % accuracy)");
+  const bool lower_is_better = o.series.find("loss") != std::string::npos;
+  std::vector<Reach> out;
+  for (const Group& g : group_runs(r, o.by, true)) {
+    Reach rc{g.key_values, 0, 0, std::nan(""), std::nan("")};
+    std::vector<double> steps;
+    for (const Run* run : g.runs) {
+      ++rc.trials;
+      if (!run->completed()) continue;  // diverged: infeasible
+      const auto y = series(*run, o.series);
+      const auto s = series(*run, "step");
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        if (lower_is_better ? y[i] <= o.target : y[i] >= o.target) {
+          steps.push_back(s[i]);
+          break;
+        }
+      }
+    }
+    rc.reached = std::int64_t(steps.size());
+    if (!steps.empty()) {
+      std::sort(steps.begin(), steps.end());
+      rc.best = steps.front();
+      rc.median = stats::describe(steps).median;
+    }
+    out.push_back(rc);
+  }
+  return out;
+}
+
+std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
+  const std::vector<Reach> reach = reach_of(r, o);
+  Table t;
+  t.title = "steps to " + o.series + (o.series.find("loss") != std::string::npos ? " <= " : " >= ") + num(o.target) +
+            " (first evaluated step; Shallue et al. 2018)";
+  t.headers = o.by;
+  for (const char* h : {"trials", "reached", "fraction", "best (steps)", "median (steps)"}) t.headers.push_back(h);
+  const bool scaling = o.by.size() == 1;
+  double x0 = std::nan(""), s0 = std::nan("");
+  if (scaling) {
+    for (const char* h : {"log2 x", "log2 best", "perfect scaling (steps)"}) t.headers.push_back(h);
+    for (const Reach& rc : reach) {
+      if (!std::isnan(rc.best)) {
+        x0 = std::strtod(rc.key_values[0].c_str(), nullptr);
+        s0 = rc.best;
+        break;
+      }
+    }
+  }
+  for (const Reach& rc : reach) {
+    std::vector<std::string> row = rc.key_values;
+    for (const std::string& cell : {std::to_string(rc.trials), std::to_string(rc.reached),
+                                    num(rc.trials ? double(rc.reached) / double(rc.trials) : std::nan("")),
+                                    num(rc.best, 8), num(rc.median, 8)}) {
+      row.push_back(cell);
+    }
+    if (scaling) {
+      const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
+      row.push_back(num(std::log2(x)));
+      row.push_back(num(std::log2(rc.best)));
+      row.push_back(num(s0 * x0 / x, 6));
+    }
+    t.rows.push_back(row);
+  }
+  if (scaling) t.notes.push_back("perfect scaling: steps halve when " + o.by[0] + " doubles, from the first group that reaches the target");
+  return {t};
+}
+
+// ---- plot ----
+void plot(const Runs& r, const Options& o) {
+  if (o.output.empty()) throw UsageError("plot needs --output FILE.png or FILE.svg");
+  const std::string term = terminal_for(o.output);
+  std::ostringstream data, script;
+  script << "set terminal " << term << "\nset grid\nset key outside right top\n";
+  if (o.kind == "summary") {
+    if (o.by.empty() || o.by.size() > 2) throw UsageError("plot --kind summary needs --by X or --by X,LINES");
+    Options so = o;
+    std::vector<std::string> lines_keys(o.by.begin() + 1, o.by.end());
+    std::vector<std::string> plots;
+    int block = 0;
+    for (const Group& line : group_runs(r, lines_keys, o.include_diverged)) {
+      const Runs lr = subset(r, line.runs);
+      for (const Group& g : group_runs(lr, {o.by[0]}, o.include_diverged)) {
+        const stats::Describe d = stats::describe(finite(metric_values(r, g.runs, o.metric)));
+        if (d.n == 0) continue;
+        data << g.key_values[0] << " " << format_number(d.mean) << " "
+             << format_number(std::isnan(d.ci_low) ? d.mean : d.ci_low) << " "
+             << format_number(std::isnan(d.ci_high) ? d.mean : d.ci_high) << "\n";
+      }
+      data << "\n\n";
+      plots.push_back("datafile index " + std::to_string(block++) + " using 1:2:3:4 with yerrorlines lw 2 pt 7 title '" +
+                      (lines_keys.empty() ? o.metric : label(lines_keys, line.key_values)) + "'");
+    }
+    script << "set xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "'\nset ylabel '" << with_unit(o.metric, metric_unit(r, o.metric))
+           << "'\nset title '" << o.metric << ": mean and 95 % confidence interval over seeds' noenhanced\n"
+           << "set offsets graph 0.05, graph 0.05, 0, 0\nset xlabel noenhanced\nset ylabel noenhanced\nset key noenhanced\n";
+    script << "plot ";
+    for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
+  } else if (o.kind == "curves") {
+    int block = 0;
+    std::vector<std::string> plots;
+    for (const Curve& c : curves_of(r, o)) {
+      for (std::size_t i = 0; i < c.x.size(); ++i) {
+        data << format_number(c.x[i]) << " " << format_number(c.mean[i]) << " " << format_number(c.lo[i]) << " "
+             << format_number(c.hi[i]) << "\n";
+      }
+      data << "\n\n";
+      const std::string title = label(o.by, c.key_values);
+      plots.push_back("datafile index " + std::to_string(block) + " using 1:3:4 with filledcurves fs transparent solid 0.2 lc " +
+                      std::to_string(block + 1) + " notitle");
+      plots.push_back("datafile index " + std::to_string(block) + " using 1:2 with linespoints lw 2 pt 7 lc " + std::to_string(block + 1) +
+                      " title '" + title + "'");
+      ++block;
+    }
+    script << "set xlabel '" << with_unit(o.x, metric_unit(r, o.x)) << "' noenhanced\nset ylabel '"
+           << with_unit(o.series, metric_unit(r, o.series)) << "' noenhanced\nset key noenhanced\n"
+           << "set title 'learning curves: mean and 95 % band over seeds'\nplot ";
+    for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
+  } else if (o.kind == "steps") {
+    const std::vector<Reach> reach = reach_of(r, o);
+    if (o.by.size() != 1) throw UsageError("plot --kind steps needs one --by key (e.g. batch_size)");
+    double x0 = std::nan(""), s0 = std::nan("");
+    for (const Reach& rc : reach) {
+      if (std::isnan(rc.best)) continue;
+      const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
+      if (std::isnan(x0)) x0 = x, s0 = rc.best;
+      data << format_number(x) << " " << format_number(rc.best) << " " << format_number(s0 * x0 / x) << "\n";
+    }
+    script << "set logscale xy 2\nset xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "' noenhanced\nset ylabel 'steps to " << o.series
+           << " " << num(o.target) << " (steps)' noenhanced\nset title 'steps to result' noenhanced\n"
+           << "plot datafile using 1:2 with linespoints lw 2 pt 7 title 'best trial', "
+           << "datafile using 1:3 with lines dt 2 lw 2 title 'perfect scaling'";
+  } else {
+    throw ConfigError("kind", o.kind, "is not one of: summary, curves, steps");
+  }
+  script << "\n";
+  run_gnuplot(script.str(), data.str(), o.output);
+  std::printf("wrote %s\n", o.output.c_str());
+}
+
+const char* kUsage = R"(usage: dpstudy-analyze COMMAND STUDY_DIR... [options]
+
+commands:
+  summary          --by K1,K2 [--metric M]: n, mean, sd, sem, 95 % t interval, median, min, max per group
+  compare          --factor K [--within K1,K2] [--baseline LEVEL] [--metric M]: ANOVA, Welch ANOVA,
+                   Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed), Holm, Hedges' g
+  power            --factor K [--within ...] [--baseline L] [--effect D]: detectable effect, seeds needed
+  curves           [--by K] [--series S] [--x step|epoch|samples|time_s]: mean curves with 95 % bands
+  steps-to-result  --target T [--by batch_size] [--series S]: first evaluated step reaching T
+  plot             --kind summary|curves|steps --output FILE.png|svg (and the options of that command)
+
+metrics: any numeric index column (final_test_accuracy, best_test_accuracy, wall_time_s, ...) or an
+eval series at a point: test_accuracy@epoch=1, test_loss@step=200. Diverged runs are counted and
+excluded unless --include_diverged.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Options o;
+    std::string by, within;
+    po::options_description named("options");
+    named.add_options()("help,h", "show usage")("by", po::value(&by), "grouping keys, comma-separated")(
+        "metric", po::value(&o.metric)->default_value(o.metric), "metric to analyse")(
+        "where", po::value(&o.where)->composing(), "keep runs with KEY=VALUE (repeatable)")(
+        "factor", po::value(&o.factor), "compare / power: the factor whose levels are compared")(
+        "within", po::value(&within), "compare / power: one family of tests per combination of these keys")(
+        "baseline", po::value(&o.baseline), "compare / power: compare every level with this one only")(
+        "include_diverged", po::bool_switch(&o.include_diverged), "keep diverged and failed runs")(
+        "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv or json")(
+        "effect", po::value(&o.effect), "power: seeds needed to detect this standardised effect d")(
+        "alpha", po::value(&o.alpha)->default_value(0.05), "power: significance level")(
+        "power", po::value(&o.power)->default_value(0.8), "power: required power")(
+        "series", po::value(&o.series)->default_value(o.series), "curves / steps-to-result: eval series")(
+        "x", po::value(&o.x)->default_value(o.x), "curves: step, epoch, samples or time_s")(
+        "target", po::value(&o.target), "steps-to-result: the goal value of the series")(
+        "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves or steps")(
+        "output", po::value(&o.output), "plot: the PNG or SVG file to write");
+    po::options_description hidden;
+    hidden.add_options()("command", po::value(&o.command))("dirs", po::value(&o.dirs));
+    po::positional_options_description pos;
+    pos.add("command", 1).add("dirs", -1);
+    po::options_description all;
+    all.add(named).add(hidden);
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+    if (vm.count("help") || o.command.empty()) {
+      std::cout << kUsage << "\n" << named;
+      return o.command.empty() && !vm.count("help") ? 2 : 0;
+    }
+    o.by = split_list(by);
+    o.within = split_list(within);
+    const Format format = parse_format(o.format);
+    if (o.command == "steps-to-result" && o.by.empty()) o.by = {"batch_size"};
+    Runs r = load_studies(o.dirs);
+    apply_where(r, o.where);
+    if (o.command == "summary") {
+      print(summary(r, o), format);
+    } else if (o.command == "compare") {
+      print(compare(r, o), format);
+    } else if (o.command == "power") {
+      print(power(r, o), format);
+    } else if (o.command == "curves") {
+      print(curves(r, o), format);
+    } else if (o.command == "steps-to-result") {
+      print(steps_to_result(r, o), format);
+    } else if (o.command == "plot") {
+      if (o.kind == "steps" && o.by.empty()) o.by = {"batch_size"};
+      plot(r, o);
+    } else {
+      throw UsageError("unknown command '" + o.command + "'; see dpstudy-analyze --help");
+    }
+    return 0;
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "dpstudy-analyze: error: %s\n", e.what());
+    return 2;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "dpstudy-analyze: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dpstudy-analyze: error: %s\n", e.what());
+    return 1;
+  }
+}

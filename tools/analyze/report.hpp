@@ -1,0 +1,26 @@
+// Output of dpstudy-analyze: tables as aligned text, markdown, CSV or JSON, and
+// plots through gnuplot.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dpstudy::analyze {
+
+struct Table {
+  std::string title;                      // printed as a '#' line (text, markdown)
+  std::vector<std::string> headers;       // with units, e.g. "mean (fraction)"
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;         // '#' lines after the table
+};
+
+enum class Format { table, markdown, csv, json };
+Format parse_format(const std::string& text);
+void print(const std::vector<Table>& tables, Format format);
+
+// Runs gnuplot on `script` (which reads the data file `data`), writing `output`
+// (.png or .svg). UsageError when gnuplot is missing or fails.
+void run_gnuplot(const std::string& script, const std::string& data, const std::string& output);
+std::string terminal_for(const std::string& output);
+
+}  // namespace dpstudy::analyze
