@@ -2,6 +2,9 @@
 
 #include <ATen/ATen.h>
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +34,12 @@ MPI_Comm as_comm(void* p) { return static_cast<MPI_Comm>(p); }
 
 bool power_of_two(int k) { return k > 0 && (k & (k - 1)) == 0; }
 
+// Kernels on a GPU run asynchronously: a blocking one-element copy waits for them
+// before MPI reads device memory.
+void device_sync(const at::Tensor& t) {
+  if (!t.device().is_cpu() && t.numel() > 0) (void)t.narrow(0, 0, 1).to(at::kCPU);
+}
+
 // The part of an n-element buffer that rank `r` of `k` holds after recursive halving.
 std::pair<std::int64_t, std::int64_t> segment(int r, int k, std::int64_t n) {
   std::int64_t lo = 0, hi = n;
@@ -48,6 +57,14 @@ std::pair<std::int64_t, std::int64_t> segment(int r, int k, std::int64_t n) {
 }  // namespace
 
 namespace mpi {
+
+bool cuda_aware() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
 
 bool launched_by_mpi() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
@@ -141,8 +158,18 @@ std::vector<double> MpiCommunicator::all_workers(const std::vector<double>& loca
 }
 
 void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& out) {
-  if (out.scalar_type() != at::kFloat || !out.is_contiguous() || out.device().type() != at::kCPU) {
-    throw MpiError("MpiCommunicator::mean: expects contiguous float32 CPU buffers");
+  if (out.scalar_type() != at::kFloat || !out.is_contiguous()) {
+    throw MpiError("MpiCommunicator::mean: expects contiguous float32 buffers");
+  }
+  if (!out.device().is_cpu() && !mpi::cuda_aware()) {
+    // Through host memory: the same arithmetic (the tree's additions run on the
+    // CPU here instead of the GPU, which gives the same IEEE results).
+    std::vector<at::Tensor> host;
+    for (const auto& t : local) host.push_back(t.to(at::kCPU));
+    at::Tensor out_host = out.to(at::kCPU);
+    mean(host, first, count, out_host);
+    out.copy_(out_host);
+    return;
   }
   if (count == workers_) {
     reduce_over(comm_, procs_, rank_, local, 0, count, out);
@@ -190,7 +217,9 @@ void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::ve
   if (power_of_two(k)) {
     tree_sum(local, 0, local_, out, scratch_);  // this process's workers
     float* s = out.data_ptr<float>();
-    if (!exchange_.defined() || exchange_.numel() < n / 2 + 1) exchange_ = at::empty({n / 2 + 1}, at::kFloat);
+    if (!exchange_.defined() || exchange_.numel() < n / 2 + 1 || exchange_.device() != out.device()) {
+      exchange_ = at::empty({n / 2 + 1}, out.options());
+    }
     std::int64_t lo = 0, hi = n;
     for (int d = 1; d < k; d <<= 1) {  // recursive halving: partners at distance 1, 2, 4, ...
       const int partner = r ^ d;
@@ -198,6 +227,7 @@ void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::ve
       const bool lower = (r & d) == 0;
       const std::int64_t keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
       const std::int64_t send_lo = lower ? mid : lo, send_hi = lower ? hi : mid;
+      device_sync(out);
       check(MPI_Sendrecv(s + send_lo, int(send_hi - send_lo), MPI_FLOAT, partner, 17, exchange_.data_ptr<float>(),
                          int(keep_hi - keep_lo), MPI_FLOAT, partner, 17, comm, MPI_STATUS_IGNORE),
             "MPI_Sendrecv");
@@ -213,14 +243,16 @@ void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::ve
       displs[std::size_t(q)] = int(a);
       counts[std::size_t(q)] = int(b - a);
     }
+    device_sync(out);
     check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s, counts.data(), displs.data(), MPI_FLOAT, comm),
           "MPI_Allgatherv");
     bytes_sent_ += std::uint64_t(hi - lo) * sizeof(float) * std::uint64_t(k - 1);
   } else {
     // Not a power of two: every worker's buffer to rank 0, the same tree there, then to all.
-    at::Tensor mine = at::empty({std::int64_t(local_), n}, at::kFloat);
+    at::Tensor mine = at::empty({std::int64_t(local_), n}, out.options());
     for (int i = 0; i < local_; ++i) mine[i].copy_(local[std::size_t(i)]);
-    at::Tensor all = r == 0 ? at::empty({std::int64_t(local_) * k, n}, at::kFloat) : at::Tensor();
+    at::Tensor all = r == 0 ? at::empty({std::int64_t(local_) * k, n}, out.options()) : at::Tensor();
+    device_sync(mine);
     check(MPI_Gather(mine.data_ptr<float>(), int(local_ * n), MPI_FLOAT, r == 0 ? all.data_ptr<float>() : nullptr,
                      int(local_ * n), MPI_FLOAT, 0, comm),
           "MPI_Gather");
@@ -229,6 +261,7 @@ void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::ve
       std::vector<at::Tensor> rows;
       for (std::int64_t i = 0; i < all.size(0); ++i) rows.push_back(all[i]);
       tree_sum(rows, 0, int(rows.size()), out, scratch_);
+      device_sync(out);
     }
     check(MPI_Bcast(out.data_ptr<float>(), int(n), MPI_FLOAT, 0, comm), "MPI_Bcast");
   }

@@ -56,7 +56,9 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
   data.add_options()
       ("dataset", po::value(&c.dataset)->default_value(d.dataset), "mnist, fashion-mnist or cifar10")
       ("validation_fraction", po::value(&c.validation_fraction)->default_value(d.validation_fraction),
-       "fraction of the training split held out for validation, [0, 1)");
+       "fraction of the training split held out for validation, [0, 1)")
+      ("augment", po::value(&augment_)->default_value(to_string(d.augment)),
+       "training augmentation: none, or crop_flip (random crops of a 4-pixel zero-padded image, horizontal flips)");
   po::options_description workers("Workers and data assignment");
   workers.add_options()
       ("workers", po::value(&c.workers)->default_value(d.workers), "logical workers W")
@@ -131,6 +133,7 @@ RunConfig RunOptions::resolve() const {
   c.lr_scaling = parse_lr_scaling("lr_scaling", lr_scaling_);
   c.schedule = parse_lr_schedule("schedule", schedule_);
   c.warmup_start = parse_warmup_start("warmup_start", warmup_start_);
+  c.augment = parse_augmentation("augment", augment_);
   c.sync_period = parse_period("sync_period", sync_period_);
   c.group_sync_period = parse_period("group_sync_period", group_sync_period_);
   c.lr_milestones = milestones_.empty() ? std::vector<double>{} : parse_number_list("lr_milestones", milestones_);

@@ -45,6 +45,7 @@ const Names<LrSchedule> kSchedules{{{LrSchedule::constant, "constant"},
                                     {LrSchedule::cosine, "cosine"},
                                     {LrSchedule::linear, "linear"}}};
 const Names<WarmupStart> kWarmupStarts{{{WarmupStart::zero, "zero"}, {WarmupStart::base, "base"}}};
+const Names<Augmentation> kAugmentations{{{Augmentation::none, "none"}, {Augmentation::crop_flip, "crop_flip"}}};
 
 // The shortest text that reads back as the same double.
 std::string num(double v) {
@@ -70,6 +71,7 @@ std::string to_string(OptimizerKind v) { return kOptimizers.name(v); }
 std::string to_string(LrScaling v) { return kScalings.name(v); }
 std::string to_string(LrSchedule v) { return kSchedules.name(v); }
 std::string to_string(WarmupStart v) { return kWarmupStarts.name(v); }
+std::string to_string(Augmentation v) { return kAugmentations.name(v); }
 OverlapMode parse_overlap_mode(const std::string& o, const std::string& t) { return kOverlapModes.parse(o, t); }
 Granularity parse_granularity(const std::string& o, const std::string& t) { return kGranularities.parse(o, t); }
 DataOrder parse_data_order(const std::string& o, const std::string& t) { return kOrders.parse(o, t); }
@@ -78,6 +80,7 @@ OptimizerKind parse_optimizer(const std::string& o, const std::string& t) { retu
 LrScaling parse_lr_scaling(const std::string& o, const std::string& t) { return kScalings.parse(o, t); }
 LrSchedule parse_lr_schedule(const std::string& o, const std::string& t) { return kSchedules.parse(o, t); }
 WarmupStart parse_warmup_start(const std::string& o, const std::string& t) { return kWarmupStarts.parse(o, t); }
+Augmentation parse_augmentation(const std::string& o, const std::string& t) { return kAugmentations.parse(o, t); }
 
 double RunConfig::peak_lr() const {
   const double base = lr > 0 ? lr : double(batch_size) / batch_lr_ratio;
@@ -104,6 +107,7 @@ KeyValues RunConfig::key_values() const {
   return {
       {"dataset", dataset},
       {"validation_fraction", validation_fraction},
+      {"augment", to_string(augment)},
       {"workers", I(workers)},
       {"overlap", overlap},
       {"overlap_mode", to_string(overlap_mode)},

@@ -28,13 +28,13 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::string to_string(RunStatus s) { return s == RunStatus::completed ? "completed" : "diverged"; }
 
-TrainingData prepare_data(const Dataset& train, const Dataset& test) {
+TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device) {
   TrainingData d;
   d.spec = train.spec;
-  d.train_x = train.normalized();
-  d.train_y = train.labels;
-  d.test_x = test.normalized();
-  d.test_y = test.labels;
+  d.train_x = train.normalized().to(device);
+  d.train_y = train.labels.to(device);
+  d.test_x = test.normalized().to(device);
+  d.test_y = test.labels.to(device);
   d.files = train.files;
   d.files.insert(d.files.end(), test.files.begin(), test.files.end());
   return d;
@@ -83,20 +83,34 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
 
   // Every replica starts from the weights of one model built under the run seed.
   at::manual_seed(c.seed);
-  eval_ = std::make_unique<Replica>(factory());
+  const at::Device device = data_.train_x.device();
+  auto build = [&] {
+    std::shared_ptr<Model> m = factory();
+    m->to(device);
+    return std::make_unique<Replica>(m);
+  };
+  eval_ = build();
   eval_->model().eval();
   const int first = comm_.first_local_worker();
   const auto& shape = data_.train_x.sizes();
   for (int i = 0; i < comm_.local_workers(); ++i) {
-    replicas_.push_back(std::make_unique<Replica>(factory()));
+    replicas_.push_back(build());
     replicas_.back()->copy_weights_from(*eval_);
     const int worker = first + i;
     samplers_.emplace_back(shard_of(worker), c.seed, worker);
     batch_idx_.push_back(at::empty({c.batch_size}, at::kLong));
+    batch_idx_device_.push_back(device.is_cpu() ? batch_idx_.back()
+                                                : at::empty({c.batch_size}, at::TensorOptions(at::kLong).device(device)));
+    if (c.augment == Augmentation::crop_flip) {
+      std::vector<double> fill;
+      for (std::size_t ch = 0; ch < data_.spec->mean.size(); ++ch) fill.push_back(-data_.spec->mean[ch] / data_.spec->std[ch]);
+      augmenters_.emplace_back(c.seed, worker, 4, fill);
+    }
     std::vector<std::int64_t> xs(shape.begin(), shape.end());
     xs[0] = c.batch_size;
     batch_x_.push_back(at::empty(xs, data_.train_x.options()));
-    batch_y_.push_back(at::empty({c.batch_size}, at::kLong));
+    batch_y_.push_back(at::empty({c.batch_size}, at::TensorOptions(at::kLong).device(device)));
+    batch_aug_.push_back(at::empty_like(batch_x_.back()));
     Replica& r = *replicas_.back();
     params_.push_back(r.params());
     grads_.push_back(r.grads());
@@ -105,7 +119,7 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
   }
   mean_ = at::empty_like(eval_->params());
   scratch_ = at::empty_like(eval_->params());
-  val_index_ = at::tensor(val_idx_, at::kLong);
+  val_index_ = at::tensor(val_idx_, at::kLong).to(device);
   lr_ = std::make_unique<LearningRate>(c, steps_per_epoch_);
   sgd_ = {c.optimizer, c.momentum, c.weight_decay};
 }
@@ -125,11 +139,17 @@ double Trainer::step() {
   std::vector<double> local_loss(replicas_.size());
   for (std::size_t w = 0; w < replicas_.size(); ++w) {
     samplers_[w].next(batch_idx_[w].data_ptr<std::int64_t>(), c.batch_size);
-    at::index_select_out(batch_x_[w], data_.train_x, 0, batch_idx_[w]);
-    at::index_select_out(batch_y_[w], data_.train_y, 0, batch_idx_[w]);
+    if (!batch_idx_device_[w].is_same(batch_idx_[w])) batch_idx_device_[w].copy_(batch_idx_[w]);
+    at::index_select_out(batch_x_[w], data_.train_x, 0, batch_idx_device_[w]);
+    at::index_select_out(batch_y_[w], data_.train_y, 0, batch_idx_device_[w]);
+    const at::Tensor* input = &batch_x_[w];
+    if (!augmenters_.empty()) {
+      augmenters_[w].apply(batch_x_[w], batch_aug_[w]);
+      input = &batch_aug_[w];
+    }
     Replica& r = *replicas_[w];
     r.grads().zero_();
-    at::Tensor loss = at::cross_entropy_loss(r.model().forward(batch_x_[w]), batch_y_[w]);
+    at::Tensor loss = at::cross_entropy_loss(r.model().forward(*input), batch_y_[w]);
     loss.backward();
     local_loss[w] = loss.item<double>();
   }
@@ -387,6 +407,7 @@ void Trainer::save_checkpoint(const std::string& path) {
           g.set("sampler_position", st.position);
           g.set("sampler_passes", st.passes);
           g.set("sampler_rng", std::int64_t(st.rng));
+          if (!augmenters_.empty()) g.set("augmenter_rng", std::int64_t(augmenters_[w].rng_state()));
         }
         write_series(root, result_, config_.workers);
       },
@@ -412,6 +433,7 @@ void Trainer::restore_checkpoint(const std::string& path) {
     st.passes = g.get_int("sampler_passes");
     st.rng = std::uint64_t(g.get_int("sampler_rng"));
     samplers_[w].restore(st);
+    if (!augmenters_.empty()) augmenters_[w].restore(std::uint64_t(g.get_int("augmenter_rng")));
   }
   const std::vector<std::int64_t> gen = root.read_ints("generator");
   at::Tensor state = at::empty({std::int64_t(gen.size())}, at::kByte);

@@ -1,6 +1,8 @@
 #include "dpstudy/workload.hpp"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <boost/program_options.hpp>
 #include <unistd.h>
 
@@ -47,6 +49,7 @@ struct Session {
   int rank() const { return 0; }
   int size() const { return 1; }
   int local_size() const { return 1; }
+  int local_rank() const { return 0; }
   std::string host() const { return ""; }
   [[noreturn]] void abort(const std::string& message, int code) const {
     std::fprintf(stderr, "%s\n", message.c_str());
@@ -80,7 +83,8 @@ struct RunComm {
 };
 
 struct General {
-  std::string data_dir, study_file, output = "results";
+  std::string data_dir, study_file, output = "results", device = "auto";
+  bool deterministic = true;
   int threads = 0;
   double expect_accuracy = -1;
   bool quiet = false, verbose = false, force = false, dry_run = false, rebuild_index = false;
@@ -155,7 +159,8 @@ void print_header(const std::string& prog) {
   const BlasInfo blas = blas_info();
   std::printf("# %s, dpstudy %s (commit %.12s), LibTorch %s\n", prog.c_str(), b.version.c_str(),
               b.git_commit.c_str(), torch_version().c_str());
-  std::printf("# BLAS: %s, %s; intra-op threads %d\n", blas.kind.c_str(), blas.library.c_str(), at::get_num_threads());
+  std::printf("# BLAS: %s, %s; intra-op threads %d; deterministic algorithms %s\n", blas.kind.c_str(),
+              blas.library.c_str(), at::get_num_threads(), at::globalContext().deterministicAlgorithms() ? "on" : "off");
   if (blas.slow) std::printf("# WARNING: the reference BLAS is active; training runs about 15x slower\n");
 }
 
@@ -163,7 +168,13 @@ void print_result(const RunResult& r) {
   const RunSummary& s = r.summary;
   std::printf("# result: %s\n", to_string(s.status).c_str());
   std::printf("# %-24s %14s  %s\n", "metric", "value", "unit");
-  auto row = [](const char* name, double v, const char* unit) { std::printf("  %-24s %14.6g  %s\n", name, v, unit); };
+  auto row = [](const char* name, double v, const char* unit) {
+    if (v == std::floor(v) && std::fabs(v) < 1e15) {
+      std::printf("  %-24s %14.0f  %s\n", name, v, unit);  // counts in full
+    } else {
+      std::printf("  %-24s %14.6g  %s\n", name, v, unit);
+    }
+  };
   row("final_test_accuracy", s.final_test_accuracy, "fraction");
   row("best_test_accuracy", s.best_test_accuracy, "fraction");
   row("final_test_loss", s.final_test_loss, "nats");
@@ -187,7 +198,7 @@ std::string axes_text(const RawValues& values, const std::vector<std::string>& s
   return s.empty() ? "-" : s;
 }
 
-KeyValues provenance(int argc, char** argv, const TrainingData& data, int processes) {
+KeyValues provenance(int argc, char** argv, const TrainingData& data, int processes, bool deterministic) {
   const BuildInfo b = build_info();
   char host[256] = "";
   gethostname(host, sizeof host - 1);
@@ -209,10 +220,31 @@ KeyValues provenance(int argc, char** argv, const TrainingData& data, int proces
           {"hostname", std::string(host)},
           {"processes", std::int64_t(processes)},
           {"threads", std::int64_t(at::get_num_threads())},
-          {"device", std::string("cpu")},
-          {"deterministic", std::int64_t(1)},
+          {"device", data.train_x.device().str()},
+          {"deterministic", std::int64_t(deterministic)},
+#if DPSTUDY_WITH_MPI
+          {"mpi_cuda_aware", std::int64_t(mpi::cuda_aware())},
+#endif
           {"command_line", command},
           {"dataset_checksums", checksums}};
+}
+
+// cpu, or the GPU of this process's local rank when there is one (auto) or
+// when asked (cuda; an error without one).
+at::Device resolve_device(const std::string& name, int local_rank) {
+  if (name != "auto" && name != "cpu" && name != "cuda") {
+    throw ConfigError("device", name, "is not one of: auto, cpu, cuda");
+  }
+  if (name == "cpu") return at::kCPU;
+  const int gpus = at::hasCUDA() ? at::detail::getCUDAHooks().getNumGPUs() : 0;
+  if (gpus == 0) {
+    if (name == "cuda") {
+      throw ConfigError("device", name,
+                        "is not available: this LibTorch has no CUDA support or no GPU is visible (use --device cpu)");
+    }
+    return at::kCPU;
+  }
+  return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));
 }
 
 // Reports an error and ends: alone, with `code`; in an MPI job of several
@@ -244,6 +276,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     general.add_options()("help,h", "show this help")(
         "data_dir", po::value(&g.data_dir), "look here first for datasets (see docs/datasets.md)")(
         "threads", po::value(&g.threads)->default_value(0), "intra-op threads (0: LibTorch's default)")(
+        "device", po::value(&g.device)->default_value("auto"),
+        "auto (a GPU when there is one, each MPI process the GPU of its local rank), cpu or cuda")(
+        "deterministic", po::value(&g.deterministic)->default_value(true),
+        "deterministic algorithms (ATen, cuDNN); recorded in provenance")(
         "quiet", po::bool_switch(&g.quiet), "print only results and errors")(
         "verbose", po::bool_switch(&g.verbose), "also print each run's config and data assignment")(
         "expect_accuracy", po::value(&g.expect_accuracy),
@@ -403,6 +439,14 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       throw UsageError(msg);
     }
     if (plan.empty()) throw UsageError("the study has no runs (every combination is excluded)");
+    const at::Device device = resolve_device(g.device, session.local_rank());
+    if (g.deterministic) {
+      // cuBLAS needs this set before its first use to be deterministic.
+      if (device.is_cuda()) setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+      at::globalContext().setDeterministicAlgorithms(true, false);
+      at::globalContext().setDeterministicCuDNN(true);
+      at::globalContext().setBenchmarkCuDNN(false);
+    }
     if (g.threads < 0) throw ConfigError("threads", std::to_string(g.threads), "must be >= 0");
     if (g.threads > 0) {
       at::set_num_threads(g.threads);
@@ -419,7 +463,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     for (auto& p : plan) {
       const std::string& ds = p.config.dataset;
       if (!data.count(ds)) {
-        data[ds] = prepare_data(load_dataset(ds, Split::train, load), load_dataset(ds, Split::test, load));
+        data[ds] = prepare_data(load_dataset(ds, Split::train, load), load_dataset(ds, Split::test, load), device);
       }
       const std::int64_t total = data[ds].train_y.size(0);
       const std::int64_t n = total - std::llround(p.config.validation_fraction * double(total));
@@ -541,8 +585,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured\n",
                     makespan / measured_rate / 60.0, measured_rate, complete);
       } else {
-        std::printf(" (for scale: the MLP trains about 14,000 samples/s with 4 simulated workers on 2 cores, "
-                    "docs/engine.md: %.1f min)\n", makespan / 14000.0 / 60.0);
+        std::printf(" (no run of this study has finished yet, so no measured rate: run a few, then --dry_run again)\n");
       }
       return 0;
     }
@@ -643,7 +686,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       rec.result = trainer->run(&progress, policy);
       rec.finished_utc = utc_now();
       if (leader) {
-        rec.provenance = provenance(argc, argv, d, nprocs);
+        rec.provenance = provenance(argc, argv, d, nprocs, g.deterministic);
         write_run_file(file, rec);
         for (int q = 0; q < nprocs; ++q) fs::remove(ckpt_of(q), ec);
         const RunSummary& sm = rec.result.summary;

@@ -21,6 +21,10 @@ class MpiError : public Error {
 
 namespace mpi {
 
+// True when the MPI library can read and write GPU memory (Open MPI's
+// MPIX_Query_cuda_support); otherwise GPU buffers are averaged through host copies.
+bool cuda_aware();
+
 // True when this process was started by mpirun / mpiexec / srun (their
 // environment variables are set); then the session initialises MPI.
 bool launched_by_mpi();

@@ -19,6 +19,7 @@ enum class OptimizerKind { sgd, momentum, nesterov };
 enum class LrScaling { none, linear, sqrt };
 enum class LrSchedule { constant, step, cosine, linear };
 enum class WarmupStart { zero, base };
+enum class Augmentation { none, crop_flip };
 
 // A parameter's value, typed as it is stored (HDF5 attributes, index columns).
 using ConfigValue = std::variant<std::int64_t, double, std::string>;
@@ -34,6 +35,7 @@ struct RunConfig {
   // Data
   std::string dataset = "mnist";
   double validation_fraction = 0.0;  // held out of the training split, in [0, 1)
+  Augmentation augment = Augmentation::none;  // crop_flip: 4-pixel padded random crops and flips
   // Workers and assignment
   int workers = 1;
   double overlap = 0.0;  // alpha in [0, 1]
@@ -95,6 +97,7 @@ std::string to_string(OptimizerKind v);
 std::string to_string(LrScaling v);
 std::string to_string(LrSchedule v);
 std::string to_string(WarmupStart v);
+std::string to_string(Augmentation v);
 OverlapMode parse_overlap_mode(const std::string& option, const std::string& text);
 Granularity parse_granularity(const std::string& option, const std::string& text);
 DataOrder parse_data_order(const std::string& option, const std::string& text);
@@ -103,5 +106,6 @@ OptimizerKind parse_optimizer(const std::string& option, const std::string& text
 LrScaling parse_lr_scaling(const std::string& option, const std::string& text);
 LrSchedule parse_lr_schedule(const std::string& option, const std::string& text);
 WarmupStart parse_warmup_start(const std::string& option, const std::string& text);
+Augmentation parse_augmentation(const std::string& option, const std::string& text);
 
 }  // namespace dpstudy

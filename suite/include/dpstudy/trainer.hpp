@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "dpstudy/augment.hpp"
 #include "dpstudy/communicator.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/learning_rate.hpp"
@@ -23,10 +24,11 @@ namespace dpstudy {
 // normalised to float, in the layout the models take.
 struct TrainingData {
   const DatasetSpec* spec = nullptr;
-  at::Tensor train_x, train_y, test_x, test_y;  // float [N, C, H, W], int64 [N]
+  at::Tensor train_x, train_y, test_x, test_y;  // float [N, C, H, W], int64 [N], on the run's device
   std::vector<FileRecord> files;
 };
-TrainingData prepare_data(const Dataset& train, const Dataset& test);
+// Normalises and places the data on `device` (CPU, or the process's GPU).
+TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device = at::kCPU);
 
 // When a run saves its full state, so that a killed run resumes where it was.
 struct CheckpointPolicy {
@@ -84,7 +86,8 @@ class Trainer {
   std::unique_ptr<Replica> eval_;                   // the averaged model, for evaluation
   std::vector<std::vector<std::int64_t>> shards_;   // per owner, dataset indices
   std::vector<ShardSampler> samplers_;              // per local worker
-  std::vector<at::Tensor> batch_idx_, batch_x_, batch_y_;
+  std::vector<Augmenter> augmenters_;               // per local worker, when augmenting
+  std::vector<at::Tensor> batch_idx_, batch_idx_device_, batch_x_, batch_y_, batch_aug_;
   std::vector<at::Tensor> grads_, params_, momenta_, buffers_;  // views of the replicas' flat buffers
   at::Tensor mean_, scratch_;
   std::vector<std::int64_t> train_idx_, val_idx_;

@@ -1,0 +1,45 @@
+#include "dpstudy/augment.hpp"
+
+#include <ATen/ATen.h>
+
+namespace dpstudy {
+
+namespace {
+constexpr std::uint64_t kAugmentStream = 3ull << 32;  // apart from the samplers' streams
+}
+
+Augmenter::Augmenter(std::uint64_t seed, int worker, int pad, std::vector<double> fill)
+    : rng_(Rng::stream(seed, kAugmentStream + std::uint64_t(worker))), pad_(pad), fill_(std::move(fill)) {}
+
+void Augmenter::apply(const at::Tensor& batch, at::Tensor& out) {
+  const std::int64_t b = batch.size(0), c = batch.size(1), h = batch.size(2), w = batch.size(3);
+  dy_.resize(std::size_t(b));
+  dx_.resize(std::size_t(b));
+  flip_.resize(std::size_t(b));
+  for (std::int64_t i = 0; i < b; ++i) {
+    dy_[std::size_t(i)] = std::int64_t(rng_.below(std::uint64_t(2 * pad_ + 1)));
+    dx_[std::size_t(i)] = std::int64_t(rng_.below(std::uint64_t(2 * pad_ + 1)));
+    flip_[std::size_t(i)] = std::int64_t(rng_.below(2));
+  }
+  const auto options = at::TensorOptions(at::kLong).device(batch.device());
+  const at::Tensor fill =
+      at::tensor(std::vector<float>(fill_.begin(), fill_.end())).to(batch.device()).view({1, c, 1, 1});
+  // A zero pixel is `fill` after normalisation: the border takes it, the middle the batch as it is.
+  if (!padded_.defined() || padded_.sizes() != at::IntArrayRef{b, c, h + 2 * pad_, w + 2 * pad_} ||
+      padded_.device() != batch.device()) {
+    padded_ = at::empty({b, c, h + 2 * pad_, w + 2 * pad_}, batch.options());
+  }
+  at::Tensor& padded = padded_;
+  padded.copy_(fill.expand_as(padded));
+  padded.narrow(2, pad_, h).narrow(3, pad_, w).copy_(batch);
+  const at::Tensor oy = at::tensor(dy_, at::kLong).to(batch.device()).view({b, 1, 1, 1});
+  const at::Tensor ox = at::tensor(dx_, at::kLong).to(batch.device()).view({b, 1, 1, 1});
+  const at::Tensor fl = at::tensor(flip_, at::kLong).to(batch.device()).view({b, 1, 1, 1});
+  const at::Tensor rows = (at::arange(h, options).view({1, 1, h, 1}) + oy).expand({b, c, h, w + 2 * pad_});
+  const at::Tensor j = at::arange(w, options).view({1, 1, 1, w});
+  // A flip reads the crop's columns backwards: both in one gather.
+  const at::Tensor cols = (ox + at::where(fl.eq(1), (w - 1) - j, j)).expand({b, c, h, w});
+  at::gather_out(out, padded.gather(2, rows), 3, cols);
+}
+
+}  // namespace dpstudy
