@@ -117,6 +117,11 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
       ("eval_every", po::value(&c.eval_every)->default_value(d.eval_every),
        "evaluate every this many steps (0: at the end of each epoch only)")
       ("eval_batch", po::value(&c.eval_batch)->default_value(d.eval_batch), "batch size for evaluation")
+      ("goal_error", po::value(&c.goal_error)->default_value(d.goal_error),
+       "steps-to-result: record the first evaluated step whose error (1 - accuracy; validation split if held out, "
+       "else test) is at most this (0: none)")
+      ("stop_at_goal", po::value(&c.stop_at_goal)->default_value(d.stop_at_goal),
+       "end the run once the goal is reached (after recording the step)")
       ("seed", po::value(&c.seed)->default_value(d.seed), "run seed: initial weights and samplers")
       ("data_seed", po::value(&c.data_seed)->default_value(d.data_seed),
        "data seed: order, assignment, validation split (-1: the run seed)");

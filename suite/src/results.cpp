@@ -149,6 +149,8 @@ void write_series(h5::Group& root, const RunResult& r, int workers) {
     g.set("eval_time_s", s.eval_time_s);
     g.set("parameters", s.parameters);
     g.set("diverged", std::int64_t(s.status == RunStatus::diverged));
+    g.set("steps_to_goal", s.steps_to_goal);
+    g.set("time_to_goal_s", s.time_to_goal_s);
   }
 }
 

@@ -139,6 +139,8 @@ KeyValues RunConfig::key_values() const {
       {"epochs", I(epochs)},
       {"eval_every", I(eval_every)},
       {"eval_batch", I(eval_batch)},
+      {"goal_error", goal_error},
+      {"stop_at_goal", I(stop_at_goal)},
       {"seed", I(seed)},
       {"data_seed", I(data_seed)},
   };
@@ -194,6 +196,9 @@ void validate(const RunConfig& c) {
   require(c.eval_every >= 0, "eval_every", std::to_string(c.eval_every),
           "must be >= 0 (0 = at the end of each epoch only)");
   require(c.eval_batch >= 1, "eval_batch", std::to_string(c.eval_batch), "must be at least 1");
+  require(c.goal_error >= 0 && c.goal_error < 1, "goal_error", num(c.goal_error),
+          "must be in [0, 1) (an error rate, e.g. 0.02 for 98 % accuracy; 0 = no goal)");
+  require(!c.stop_at_goal || c.goal_error > 0, "stop_at_goal", "true", "needs a --goal_error");
 }
 
 }  // namespace dpstudy

@@ -321,8 +321,21 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
       ev.evaluation = true;
       ev.test_accuracy = r.eval.test_accuracy.back();
       ev.elapsed_s = elapsed();
+      if (c.goal_error > 0 && r.summary.steps_to_goal < 0) {
+        const double accuracy = val_idx_.empty() ? r.eval.test_accuracy.back() : r.eval.val_accuracy.back();
+        if (1.0 - accuracy <= c.goal_error) {
+          r.summary.steps_to_goal = step_;
+          r.summary.time_to_goal_s = ev.elapsed_s;
+          if (progress) {
+            char line[120];
+            std::snprintf(line, sizeof line, "# goal error %g reached at step %lld", c.goal_error, (long long)step_);
+            progress->message(line);
+          }
+        }
+      }
     }
     if (progress) progress->progress(ev);
+    if (c.stop_at_goal && r.summary.steps_to_goal >= 0) break;
     if (!checkpoint.path.empty() && step_ < total &&
         ((checkpoint.every_steps > 0 && step_ % checkpoint.every_steps == 0) ||
          (checkpoint.interval_s > 0 && elapsed() - last_checkpoint_s >= checkpoint.interval_s))) {
@@ -391,6 +404,8 @@ void Trainer::save_checkpoint(const std::string& path) {
         root.set("comm_bytes", comm_bytes_);
         root.set("comm_s", comm_s_);
         root.set("eval_s", eval_s_);
+        root.set("steps_to_goal", result_.summary.steps_to_goal);
+        root.set("time_to_goal_s", result_.summary.time_to_goal_s);
         root.set("last_divergence", last_divergence_);
         root.set("elapsed_s", elapsed_before_);
         root.set("loss_since_eval", loss_since_eval_);
@@ -453,6 +468,8 @@ void Trainer::restore_checkpoint(const std::string& path) {
   loss_since_eval_ = root.get_double("loss_since_eval");
   steps_since_eval_ = root.get_int("steps_since_eval");
   result_ = read_series(root);
+  result_.summary.steps_to_goal = root.get_int("steps_to_goal");
+  result_.summary.time_to_goal_s = root.get_double("time_to_goal_s");
 }
 
 RunResult train_run(const RunConfig& config, const ModelFactory& factory, const TrainingData& data,

@@ -188,6 +188,7 @@ void print_result(const RunResult& r) {
   row("eval_time", s.eval_time_s, "s");
   row("parameter_averagings", double(r.syncs.step.size()), "count");
   row("parameters", double(s.parameters), "count");
+  if (s.steps_to_goal >= 0) row("steps_to_goal", double(s.steps_to_goal), "steps");
 }
 
 std::string axes_text(const RawValues& values, const std::vector<std::string>& swept) {

@@ -5,7 +5,7 @@ import h5py
 import numpy as np
 
 # Columns and attributes that measure time or describe the invocation: not metrics.
-NOT_METRICS = {"time_s", "comm_s", "wall_time_s", "samples_per_s", "compute_time_s", "comm_time_s", "eval_time_s",
+NOT_METRICS = {"time_s", "comm_s", "time_to_goal_s", "wall_time_s", "samples_per_s", "compute_time_s", "comm_time_s", "eval_time_s",
                "started_utc", "finished_utc", "updated_utc"}
 
 

@@ -67,3 +67,15 @@ TEST(LearningRate, WarmupThenSchedules) {
   EXPECT_NEAR(linear.at(200), 0.01, 1e-12);
   EXPECT_NEAR(linear.at(900), 0.01, 1e-12);
 }
+
+#include "dpstudy/metrics.hpp"
+
+TEST(StepsToResult, FirstReachingOnAKnownSeries) {
+  const std::vector<std::int64_t> steps = {100, 200, 300, 400, 500};
+  const std::vector<double> accuracy = {0.5, 0.8, std::nan(""), 0.97, 0.99};
+  EXPECT_EQ(dpstudy::first_reaching(steps, accuracy, 0.8, false), 200);
+  EXPECT_EQ(dpstudy::first_reaching(steps, accuracy, 0.9, false), 400);  // NaN never reaches
+  EXPECT_EQ(dpstudy::first_reaching(steps, accuracy, 0.995, false), -1);
+  const std::vector<double> loss = {2.0, 1.0, 0.5, 0.4, 0.3};
+  EXPECT_EQ(dpstudy::first_reaching(steps, loss, 0.5, true), 300);
+}

@@ -12,6 +12,7 @@
 
 #include "data.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/metrics.hpp"
 #include "dpstudy/stats.hpp"
 #include "report.hpp"
 
@@ -339,12 +340,9 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o) {
       if (!run->completed()) continue;  // diverged: infeasible
       const auto y = series(*run, o.series);
       const auto s = series(*run, "step");
-      for (std::size_t i = 0; i < y.size(); ++i) {
-        if (lower_is_better ? y[i] <= o.target : y[i] >= o.target) {
-          steps.push_back(s[i]);
-          break;
-        }
-      }
+      const std::vector<std::int64_t> step_numbers(s.begin(), s.end());
+      const std::int64_t first = first_reaching(step_numbers, y, o.target, lower_is_better);
+      if (first >= 0) steps.push_back(double(first));
     }
     rc.reached = std::int64_t(steps.size());
     if (!steps.empty()) {

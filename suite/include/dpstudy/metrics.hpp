@@ -40,6 +40,11 @@ struct SyncSeries {
   std::vector<double> divergence;   // mean over workers of ||x_w - mean||_2, just before averaging
 };
 
+// The first step of `steps` whose value reaches `target` (<= it when lower is
+// better, >= otherwise); -1 if none does. NaN values never reach.
+std::int64_t first_reaching(const std::vector<std::int64_t>& steps, const std::vector<double>& values, double target,
+                            bool lower_is_better);
+
 enum class RunStatus { completed, diverged };
 std::string to_string(RunStatus s);
 
@@ -51,6 +56,10 @@ struct RunSummary {
   double wall_time_s = 0, samples_per_s = 0;
   // wall_time_s = compute_time_s + comm_time_s + eval_time_s (s).
   double compute_time_s = 0, comm_time_s = 0, eval_time_s = 0;
+  // Steps-to-result (with goal_error > 0): the first evaluated step whose error
+  // (1 - accuracy, validation if held out, else test) is at most the goal; -1 never.
+  std::int64_t steps_to_goal = -1;
+  double time_to_goal_s = 0;
   std::int64_t parameters = 0;
 };
 

@@ -71,6 +71,8 @@ struct RunConfig {
   // Evaluation
   std::int64_t eval_every = 0;       // steps; 0 = only at the end of each epoch
   std::int64_t eval_batch = 1000;
+  double goal_error = 0;             // steps-to-result: the error (1 - accuracy) to reach; 0 = none
+  bool stop_at_goal = false;         // end the run at the evaluation that reaches the goal
   // Seeds
   std::uint64_t seed = 1;            // initial weights, samplers
   std::int64_t data_seed = -1;       // order, assignment, validation split; -1 = seed
