@@ -189,3 +189,126 @@ std::string run_id(const std::string& workload, const KeyValues& values) {
 }
 
 }  // namespace dpstudy
+
+#include <boost/random/sobol.hpp>
+#include <cmath>
+
+#include "dpstudy/rng.hpp"
+
+namespace dpstudy {
+
+namespace {
+const char* kLog[] = {"lr", "lr_end_factor", "weight_decay"};
+}
+
+const std::vector<std::string>& search_keys() {
+  static const std::vector<std::string> keys = {"search",          "trials",          "search_skip",
+                                                "search_seed",     "search_lr",       "search_momentum",
+                                                "search_lr_end_factor", "search_weight_decay", "search_lr_decay_steps"};
+  return keys;
+}
+
+SearchSpec parse_search(const RawValues& values) {
+  SearchSpec s;
+  auto number = [](const std::string& key, const std::string& text) {
+    double v = 0;
+    if (!as_number(text, &v)) throw ConfigError(key, text, "is not a number");
+    return v;
+  };
+  for (const auto& [key, text] : values) {
+    if (key == "search") {
+      if (text != "sobol" && text != "random" && text != "grid") {
+        throw ConfigError(key, text, "is not one of: sobol, random, grid");
+      }
+      s.method = text;
+    } else if (key == "trials") {
+      const double t = number(key, text);
+      if (t < 1 || t != std::floor(t) || t > 100000) throw ConfigError(key, text, "must be a whole number >= 1");
+      s.trials = int(t);
+    } else if (key == "search_skip") {
+      const double t = number(key, text);
+      if (t < 0 || t != std::floor(t)) throw ConfigError(key, text, "must be a whole number >= 0");
+      s.skip = int(t);
+    } else if (key == "search_seed") {
+      s.seed = std::uint64_t(number(key, text));
+    } else if (key.rfind("search_", 0) == 0) {
+      const auto colon = text.find(':');
+      if (colon == std::string::npos) throw ConfigError(key, text, "must be a range LOW:HIGH, e.g. 1e-4:1");
+      SearchDim d{key.substr(7), number(key, text.substr(0, colon)), number(key, text.substr(colon + 1))};
+      const bool log = std::find(std::begin(kLog), std::end(kLog), d.key) != std::end(kLog);
+      if (!(d.lo < d.hi) || (log && d.lo <= 0) || (d.key == "momentum" && (d.lo < 0 || d.hi >= 1))) {
+        throw ConfigError(key, text,
+                          "must be a range LOW:HIGH with LOW < HIGH" + std::string(log ? " and LOW > 0 (log scale)" : "") +
+                              (d.key == "momentum" ? " within [0, 1)" : ""));
+      }
+      s.dims.push_back(d);
+    }
+  }
+  if (s.method.empty()) {
+    if (!s.dims.empty() || s.trials) throw ConfigError("search", "", "is not set: give search = sobol, random or grid");
+    return s;
+  }
+  if (s.dims.empty()) {
+    throw ConfigError("search", s.method, "has an empty search space: give at least one search_<key> = LOW:HIGH");
+  }
+  if (s.trials == 0) throw ConfigError("trials", "", "is not set: give the number of trials per combination");
+  return s;
+}
+
+std::vector<std::vector<double>> search_points(const SearchSpec& s) {
+  const std::size_t d = s.dims.size();
+  std::vector<std::vector<double>> points;
+  if (s.method == "sobol") {
+    boost::random::sobol gen(d);
+    gen.discard(std::uintmax_t(s.skip) * d);
+    const double range = double(gen.max()) - double(gen.min()) + 1.0;
+    for (int t = 0; t < s.trials; ++t) {
+      std::vector<double> u(d);
+      for (auto& x : u) x = double(gen() - gen.min()) / range;
+      points.push_back(u);
+    }
+  } else if (s.method == "random") {
+    Rng rng(s.seed);
+    for (int t = 0; t < s.trials; ++t) {
+      std::vector<double> u(d);
+      for (auto& x : u) x = double(rng.next() >> 11) * 0x1.0p-53;
+      points.push_back(u);
+    }
+  } else {  // grid: k levels per dimension, k^d >= trials, cell centres, the first `trials` points
+    int k = 1;
+    while (std::pow(double(k), double(d)) < double(s.trials)) ++k;
+    for (int t = 0; t < s.trials; ++t) {
+      std::vector<double> u(d);
+      int rest = t;
+      for (std::size_t i = 0; i < d; ++i) {
+        u[i] = (double(rest % k) + 0.5) / double(k);
+        rest /= k;
+      }
+      points.push_back(u);
+    }
+  }
+  return points;
+}
+
+std::vector<RawValues> search_trials(const SearchSpec& s) {
+  std::vector<RawValues> out;
+  for (const auto& u : search_points(s)) {
+    RawValues trial;
+    for (std::size_t i = 0; i < s.dims.size(); ++i) {
+      const SearchDim& d = s.dims[i];
+      double v;
+      if (d.key == "momentum") {
+        v = 1 - std::exp(std::log(1 - d.lo) + u[i] * (std::log(1 - d.hi) - std::log(1 - d.lo)));
+      } else if (d.key == "lr_decay_steps") {
+        v = std::floor(d.lo + u[i] * (d.hi - d.lo) + 0.5);
+      } else {
+        v = std::exp(std::log(d.lo) + u[i] * (std::log(d.hi) - std::log(d.lo)));
+      }
+      trial.emplace_back(d.key, to_text(ConfigValue(v)));  // the shortest text that reads back exactly
+    }
+    out.push_back(trial);
+  }
+  return out;
+}
+
+}  // namespace dpstudy

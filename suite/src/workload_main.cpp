@@ -310,14 +310,24 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     list_keys.push_back("lr_milestones");
     po::options_description raw;
     for (const auto& k : keys) raw.add_options()(k.c_str(), po::value<std::string>());
+    po::options_description search("Metaparameter search (docs/studies.md)");
+    search.add_options()("search", po::value<std::string>(), "sobol, random or grid: trials per combination")(
+        "trials", po::value<std::string>(), "search: trials per combination of the other axes")(
+        "search_skip", po::value<std::string>(), "sobol: leading points skipped (default 0; Boost's sequence starts at 0.5, not the origin)")(
+        "search_seed", po::value<std::string>(), "random: the generator's seed (default 1)")(
+        "search_lr", po::value<std::string>(), "LOW:HIGH, log scale")(
+        "search_momentum", po::value<std::string>(), "LOW:HIGH, log scale in 1 - momentum")(
+        "search_lr_end_factor", po::value<std::string>(), "LOW:HIGH, log scale")(
+        "search_weight_decay", po::value<std::string>(), "LOW:HIGH, log scale")(
+        "search_lr_decay_steps", po::value<std::string>(), "LOW:HIGH, whole steps");
     po::options_description cli;
-    cli.add(general).add(study).add(raw);
+    cli.add(general).add(study).add(search).add(raw);
     po::variables_map vm;
     try {
       po::store(po::parse_command_line(argc, argv, cli), vm);
     } catch (const po::unknown_option& e) {
       std::vector<std::string> all = keys;
-      for (const po::options_description* d : std::vector<const po::options_description*>{&general, &study}) {
+      for (const po::options_description* d : std::vector<const po::options_description*>{&general, &study, &search}) {
         for (const auto& opt : d->options()) all.push_back(opt->long_name());
       }
       std::string bad = e.get_option_name();
@@ -326,7 +336,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     if (vm.count("help")) {
       po::options_description all(prog + " [--key value]...: " + workload.summary);
-      all.add(general).add(study).add(run_help.description()).add(model_help);
+      all.add(general).add(study).add(search).add(run_help.description()).add(model_help);
       std::cout << all << "\nDefinitions and formulas: docs/engine.md; studies: docs/studies.md\n";
       return 0;
     }
@@ -335,6 +345,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     // Study file first, then the command line on top.
     std::vector<std::string> study_keys = keys;
     for (const char* k : {"name", "seeds", "exclude"}) study_keys.push_back(k);
+    for (const auto& k : search_keys()) study_keys.push_back(k);
     RawValues values;
     std::string study_text;
     if (!g.study_file.empty()) values = read_study_file(g.study_file, study_keys, &study_text);
@@ -360,6 +371,14 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     std::string name = take("name");
     const std::string seeds = take("seeds");
     const std::string exclude = take("exclude");
+    RawValues search_values;
+    for (const auto& k : search_keys()) {
+      const std::string v = take(k);
+      if (!v.empty()) search_values.emplace_back(k, v);
+    }
+    const SearchSpec search_spec = parse_search(search_values);
+    const std::vector<RawValues> trials = search_spec.method.empty() ? std::vector<RawValues>{RawValues{}}
+                                                                      : search_trials(search_spec);
 
     // Axes in declaration order, seeds last.
     std::vector<std::pair<std::string, std::vector<std::string>>> axes;
@@ -374,6 +393,13 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     if (!seeds.empty()) axes.emplace_back("seed", expand_seeds(seeds));
     for (const auto& [k, v] : axes) {
       if (v.size() > 1) swept.push_back(k);
+      for (const auto& d : search_spec.dims) {
+        if (d.key == k) throw ConfigError("search_" + k, "", "conflicts with the " + k + " key: give one of the two");
+      }
+    }
+    if (!search_spec.method.empty()) {
+      for (const auto& d : search_spec.dims) swept.push_back(d.key);
+      swept.push_back("trial");
     }
     const std::vector<ExcludeRule> rules = parse_exclude(exclude, keys);
     const bool study_mode = !g.study_file.empty() || vm.count("output") || !swept.empty() || g.dry_run ||
@@ -392,11 +418,14 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     std::vector<PlannedRun> plan;
     std::vector<std::string> invalid;
     std::size_t excluded = 0;
-    for (const RawValues& combo : cartesian_product(axes)) {
-      if (is_excluded(rules, combo)) {
+    for (const RawValues& base : cartesian_product(axes)) {
+      if (is_excluded(rules, base)) {
         ++excluded;
         continue;
       }
+      for (std::size_t trial = 0; trial < trials.size(); ++trial) {
+      RawValues combo = base;
+      combo.insert(combo.end(), trials[trial].begin(), trials[trial].end());
       try {
         RunOptions run_options(workload.defaults);
         po::options_description md("Model");
@@ -424,6 +453,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         if (workload.model_values) {
           for (auto& kv : workload.model_values()) p.key_values.push_back(kv);
         }
+        if (!search_spec.method.empty()) {
+          p.key_values.emplace_back("trial", std::int64_t(trial));  // a stable trial id, part of the run id
+          p.values.emplace_back("trial", std::to_string(trial));
+        }
         p.id = run_id(workload.name, p.key_values);
         if (std::none_of(plan.begin(), plan.end(), [&](const PlannedRun& q) { return q.id == p.id; })) {
           plan.push_back(std::move(p));
@@ -431,6 +464,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       } catch (const std::exception& e) {
         if (!study_mode) throw;
         invalid.push_back("  " + axes_text(combo, swept) + ": " + e.what());
+      }
       }
     }
     if (!invalid.empty()) {

@@ -49,3 +49,37 @@ std::vector<RawValues> cartesian_product(const std::vector<std::pair<std::string
 std::string run_id(const std::string& workload, const KeyValues& values);
 
 }  // namespace dpstudy
+
+namespace dpstudy {
+
+// Metaparameter search (Shallue et al. 2018; Lee et al. 2021): `trials` points
+// per combination of the other axes, drawn from a quasi-random Sobol sequence
+// (Boost.Random's sobol, which starts at (0.5, ..., 0.5), with `skip` more points
+// skipped), uniformly at random,
+// or on a grid, and mapped onto each dimension's range:
+//   lr, lr_end_factor, weight_decay: log scale;
+//   momentum: log scale in 1 - momentum;
+//   lr_decay_steps: whole steps, linear.
+struct SearchDim {
+  std::string key;
+  double lo = 0, hi = 0;
+};
+struct SearchSpec {
+  std::string method;  // "" (none), "sobol", "random", "grid"
+  int trials = 0;
+  int skip = 0;  // Boost's sequence already leaves out the origin
+  std::uint64_t seed = 1;  // for random
+  std::vector<SearchDim> dims;
+};
+
+// The keys a study file may use for a search, e.g. search_lr = 1e-4:1.
+const std::vector<std::string>& search_keys();
+// Builds the spec from the study's values of search_keys(); ConfigError naming
+// the key for a bad range, an empty space, or an unknown method.
+SearchSpec parse_search(const RawValues& values);
+// Points in [0, 1)^d, one row per trial.
+std::vector<std::vector<double>> search_points(const SearchSpec& spec);
+// Each trial's values, as the text of each dimension's key.
+std::vector<RawValues> search_trials(const SearchSpec& spec);
+
+}  // namespace dpstudy
