@@ -91,7 +91,12 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
       ("momentum", po::value(&c.momentum)->default_value(d.momentum), "momentum factor, [0, 1)")
       ("weight_decay", po::value(&c.weight_decay)->default_value(d.weight_decay), "L2 weight decay")
       ("batch_size", po::value(&c.batch_size)->default_value(d.batch_size), "per-worker batch size b")
-      ("epochs", po::value(&c.epochs)->default_value(d.epochs), "epochs of floor(N / (W b)) steps");
+      ("epochs", po::value(&c.epochs)->default_value(d.epochs), "epochs of floor(N / (W b)) steps")
+      ("sparsity", po::value(&c.sparsity)->default_value(d.sparsity),
+       "fraction of the prunable weights removed at initialisation, [0, 1); the mask stays fixed")
+      ("pruning", po::value(&pruning_)->default_value(to_string(d.pruning)), "snip or random")
+      ("snip_batches", po::value(&c.snip_batches)->default_value(d.snip_batches),
+       "SNIP: training mini-batches the connection sensitivities are summed over");
   po::options_description lr("Learning rate");
   lr.add_options()
       ("lr", po::value(&c.lr)->default_value(d.lr), "base learning rate (or give batch_lr_ratio)")
@@ -139,6 +144,7 @@ RunConfig RunOptions::resolve() const {
   c.schedule = parse_lr_schedule("schedule", schedule_);
   c.warmup_start = parse_warmup_start("warmup_start", warmup_start_);
   c.augment = parse_augmentation("augment", augment_);
+  c.pruning = parse_pruning("pruning", pruning_);
   c.sync_period = parse_period("sync_period", sync_period_);
   c.group_sync_period = parse_period("group_sync_period", group_sync_period_);
   c.lr_milestones = milestones_.empty() ? std::vector<double>{} : parse_number_list("lr_milestones", milestones_);

@@ -133,8 +133,14 @@ void write_series(h5::Group& root, const RunResult& r, int workers) {
     g.set("mean_pairwise_overlap_fraction", a.mean_overlap_fraction);
   }
   {
+    h5::Group g = root.create_group("sparsity");
+    g.set("overall", r.sparsity.overall);
+    for (const auto& [name, fraction] : r.sparsity.per_parameter) g.set(name, fraction);
+  }
+  {
     const RunSummary& s = r.summary;
     h5::Group g = root.create_group("summary");
+    g.set("sparsity_achieved", r.sparsity.overall);
     g.set("status", to_string(s.status));
     g.set("final_test_accuracy", s.final_test_accuracy);
     g.set("best_test_accuracy", s.best_test_accuracy);

@@ -46,6 +46,7 @@ const Names<LrSchedule> kSchedules{{{LrSchedule::constant, "constant"},
                                     {LrSchedule::linear, "linear"}}};
 const Names<WarmupStart> kWarmupStarts{{{WarmupStart::zero, "zero"}, {WarmupStart::base, "base"}}};
 const Names<Augmentation> kAugmentations{{{Augmentation::none, "none"}, {Augmentation::crop_flip, "crop_flip"}}};
+const Names<Pruning> kPrunings{{{Pruning::snip, "snip"}, {Pruning::random, "random"}}};
 
 // The shortest text that reads back as the same double.
 std::string num(double v) {
@@ -72,6 +73,7 @@ std::string to_string(LrScaling v) { return kScalings.name(v); }
 std::string to_string(LrSchedule v) { return kSchedules.name(v); }
 std::string to_string(WarmupStart v) { return kWarmupStarts.name(v); }
 std::string to_string(Augmentation v) { return kAugmentations.name(v); }
+std::string to_string(Pruning v) { return kPrunings.name(v); }
 OverlapMode parse_overlap_mode(const std::string& o, const std::string& t) { return kOverlapModes.parse(o, t); }
 Granularity parse_granularity(const std::string& o, const std::string& t) { return kGranularities.parse(o, t); }
 DataOrder parse_data_order(const std::string& o, const std::string& t) { return kOrders.parse(o, t); }
@@ -81,6 +83,7 @@ LrScaling parse_lr_scaling(const std::string& o, const std::string& t) { return 
 LrSchedule parse_lr_schedule(const std::string& o, const std::string& t) { return kSchedules.parse(o, t); }
 WarmupStart parse_warmup_start(const std::string& o, const std::string& t) { return kWarmupStarts.parse(o, t); }
 Augmentation parse_augmentation(const std::string& o, const std::string& t) { return kAugmentations.parse(o, t); }
+Pruning parse_pruning(const std::string& o, const std::string& t) { return kPrunings.parse(o, t); }
 
 double RunConfig::peak_lr() const {
   const double base = lr > 0 ? lr : double(batch_size) / batch_lr_ratio;
@@ -137,6 +140,9 @@ KeyValues RunConfig::key_values() const {
       {"lr_end_factor", lr_end_factor},
       {"lr_decay_steps", I(lr_decay_steps)},
       {"epochs", I(epochs)},
+      {"sparsity", sparsity},
+      {"pruning", to_string(pruning)},
+      {"snip_batches", I(snip_batches)},
       {"eval_every", I(eval_every)},
       {"eval_batch", I(eval_batch)},
       {"goal_error", goal_error},
@@ -193,6 +199,9 @@ void validate(const RunConfig& c) {
   require(c.lr_end_factor >= 0 && c.lr_end_factor <= 1, "lr_end_factor", num(c.lr_end_factor),
           "must be in [0, 1]");
   require(c.lr_decay_steps >= 0, "lr_decay_steps", std::to_string(c.lr_decay_steps), "must be >= 0");
+  require(c.sparsity >= 0 && c.sparsity < 1, "sparsity", num(c.sparsity),
+          "must be in [0, 1) (0 = dense, 0.9 = 90 % of the prunable weights removed)");
+  require(c.snip_batches >= 1, "snip_batches", std::to_string(c.snip_batches), "must be at least 1");
   require(c.eval_every >= 0, "eval_every", std::to_string(c.eval_every),
           "must be >= 0 (0 = at the end of each epoch only)");
   require(c.eval_batch >= 1, "eval_batch", std::to_string(c.eval_batch), "must be at least 1");

@@ -12,6 +12,7 @@
 #include "dpstudy/assignment.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/fault.hpp"
+#include "dpstudy/pruning.hpp"
 #include "dpstudy/results.hpp"
 #include "dpstudy/rng.hpp"
 
@@ -22,6 +23,8 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr std::uint64_t kValidationStream = 3;  // a stream of the data seed (see assignment.cpp)
+constexpr int kSnipSampler = 1 << 30;            // a sampler stream no worker index reaches
+constexpr std::uint64_t kPruningStream = 5ull << 32;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
@@ -117,6 +120,35 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
     momenta_.push_back(r.momentum());
     buffers_.push_back(r.buffers());
   }
+  if (c.sparsity > 0) {
+    // One mask for every worker, from the run seed: SNIP scores of the initial
+    // weights on mini-batches of a sampler of its own, or random scores.
+    const at::Tensor prunable = prunable_positions(*eval_);
+    at::Tensor scores;
+    if (c.pruning == Pruning::snip) {
+      ShardSampler sampler(train_idx_, c.seed, kSnipSampler);
+      std::vector<at::Tensor> xs, ys;
+      at::Tensor idx = at::empty({c.batch_size}, at::kLong);
+      for (std::int64_t b = 0; b < c.snip_batches; ++b) {
+        sampler.next(idx.data_ptr<std::int64_t>(), c.batch_size);
+        const at::Tensor on_device = idx.to(device);
+        xs.push_back(data_.train_x.index_select(0, on_device));
+        ys.push_back(data_.train_y.index_select(0, on_device));
+      }
+      eval_->model().train();  // as in training (batch norm on batch statistics)
+      scores = snip_scores(*eval_, xs, ys);
+      eval_->model().eval();
+    } else {
+      Rng rng = Rng::stream(c.seed, kPruningStream);
+      std::vector<double> u(std::size_t(prunable.numel()));
+      for (auto& x : u) x = double(rng.next() >> 11);
+      scores = at::tensor(u, at::kDouble).to(at::kFloat).to(device);
+    }
+    mask_ = top_k_mask(scores, prunable, c.sparsity);
+    eval_->params().mul_(mask_);
+    for (auto& r : replicas_) r->params().mul_(mask_);
+    sparsity_ = sparsity_of(*eval_, mask_);
+  }
   mean_ = at::empty_like(eval_->params());
   scratch_ = at::empty_like(eval_->params());
   val_index_ = at::tensor(val_idx_, at::kLong).to(device);
@@ -164,7 +196,13 @@ double Trainer::step() {
     comm_bytes_ += mean_.numel() * std::int64_t(mean_.element_size());
     comm_s_ += seconds_since(t0);
   }
-  for (auto& r : replicas_) sgd_step(*r, sgd_, lr);
+  for (auto& r : replicas_) {
+    sgd_step(*r, sgd_, lr);
+    if (mask_.defined()) {  // pruned weights stay exactly zero, and so does their momentum
+      r->params().mul_(mask_);
+      r->momentum().mul_(mask_);
+    }
+  }
   ++step_;
   if (synchronous) {
     identical_ = true;
@@ -272,6 +310,7 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
   const RunConfig& c = config_;
   RunResult& r = result_;
   r.assignment = assignment_;
+  r.sparsity = sparsity_;
   if (progress) {
     char line[400];
     std::snprintf(line, sizeof line,

@@ -60,7 +60,7 @@ class Layouts(unittest.TestCase):
                 self.assertEqual(f["provenance"].attrs["processes"], per_run)
 
     def test_three_processes_use_the_gather_fallback_with_the_same_bits(self):
-        args = ["--workers", "6", "--sync_period", "1,4", "--group_size", "2",
+        args = ["--workers", "6", "--sync_period", "1,4", "--group_size", "2", "--sparsity", "0.5",
                 "--group_sync_period", "2"]
         one = os.path.join(self.tmp, "g1")
         self.assertEqual(self.study(one, 0, *args)[0].returncode, 0)

@@ -63,12 +63,19 @@ struct RunSummary {
   std::int64_t parameters = 0;
 };
 
+// Removed fraction of the prunable weights (0 for a dense run), overall and per parameter.
+struct SparsityReport {
+  double overall = 0;
+  std::vector<std::pair<std::string, double>> per_parameter;
+};
+
 struct RunResult {
   TrainSeries train;
   EvalSeries eval;
   SyncSeries syncs;
   RunSummary summary;
   AssignmentStats assignment;
+  SparsityReport sparsity;
 };
 
 }  // namespace dpstudy

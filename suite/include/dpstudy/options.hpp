@@ -28,7 +28,7 @@ class RunOptions {
  private:
   RunConfig draft_;
   std::string overlap_mode_, granularity_, order_, shard_owner_, optimizer_, lr_scaling_, schedule_,
-      warmup_start_, augment_, sync_period_, group_sync_period_, milestones_;
+      warmup_start_, augment_, pruning_, sync_period_, group_sync_period_, milestones_;
   boost::program_options::options_description description_;
 };
 

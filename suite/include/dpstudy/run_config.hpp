@@ -20,6 +20,7 @@ enum class LrScaling { none, linear, sqrt };
 enum class LrSchedule { constant, step, cosine, linear };
 enum class WarmupStart { zero, base };
 enum class Augmentation { none, crop_flip };
+enum class Pruning { snip, random };
 
 // A parameter's value, typed as it is stored (HDF5 attributes, index columns).
 using ConfigValue = std::variant<std::int64_t, double, std::string>;
@@ -68,6 +69,10 @@ struct RunConfig {
   double lr_end_factor = 0.0;         // cosine / linear: final rate = factor * peak rate
   std::int64_t lr_decay_steps = 0;    // linear: steps from the end of warm-up to the end rate; 0 = to the end
   int epochs = 2;
+  // Sparsity at initialisation (docs/engine.md)
+  double sparsity = 0.0;             // fraction of prunable weights removed, [0, 1)
+  Pruning pruning = Pruning::snip;
+  std::int64_t snip_batches = 10;    // mini-batches the SNIP scores are summed over
   // Evaluation
   std::int64_t eval_every = 0;       // steps; 0 = only at the end of each epoch
   std::int64_t eval_batch = 1000;
@@ -100,6 +105,7 @@ std::string to_string(LrScaling v);
 std::string to_string(LrSchedule v);
 std::string to_string(WarmupStart v);
 std::string to_string(Augmentation v);
+std::string to_string(Pruning v);
 OverlapMode parse_overlap_mode(const std::string& option, const std::string& text);
 Granularity parse_granularity(const std::string& option, const std::string& text);
 DataOrder parse_data_order(const std::string& option, const std::string& text);
@@ -109,5 +115,6 @@ LrScaling parse_lr_scaling(const std::string& option, const std::string& text);
 LrSchedule parse_lr_schedule(const std::string& option, const std::string& text);
 WarmupStart parse_warmup_start(const std::string& option, const std::string& text);
 Augmentation parse_augmentation(const std::string& option, const std::string& text);
+Pruning parse_pruning(const std::string& option, const std::string& text);
 
 }  // namespace dpstudy

@@ -60,6 +60,8 @@ class Trainer {
   std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
   std::int64_t total_steps() const { return steps_per_epoch_ * config_.epochs; }
   Replica& replica(int local_worker) { return *replicas_[std::size_t(local_worker)]; }
+  // The fixed pruning mask (undefined for a dense run).
+  const at::Tensor& mask() const { return mask_; }
   // Dataset indices of the shard worker w draws from.
   const std::vector<std::int64_t>& shard_of(int worker) const;
   const std::vector<std::int64_t>& validation_indices() const { return val_idx_; }
@@ -90,6 +92,8 @@ class Trainer {
   std::vector<at::Tensor> batch_idx_, batch_idx_device_, batch_x_, batch_y_, batch_aug_;
   std::vector<at::Tensor> grads_, params_, momenta_, buffers_;  // views of the replicas' flat buffers
   at::Tensor mean_, scratch_;
+  at::Tensor mask_;  // 0 for pruned weights, in the flat parameter layout; undefined when dense
+  SparsityReport sparsity_;
   std::vector<std::int64_t> train_idx_, val_idx_;
   at::Tensor val_index_;
   bool identical_ = true;
