@@ -112,6 +112,8 @@ class Analyze(unittest.TestCase):
         self.assertIn(" 17", out)  # the textbook 17 per group for d = 1 at 80 % power
         out = self.analyze("steps-to-result", self.batch, "--target", "0.5")
         self.assertIn("perfect scaling (steps)", out)
+        self.assertIn("regime", out)
+        self.assertRegex(out, r"(perfect scaling|diminishing returns|maximal data parallelism)")
         rows = list(csv.DictReader(io.StringIO(self.analyze("steps-to-result", self.batch, "--target", "0.5",
                                                              "--format", "csv"))))
         self.assertEqual([r["batch_size"] for r in rows], ["5", "10", "20"])
@@ -119,10 +121,10 @@ class Analyze(unittest.TestCase):
     def test_plots(self):
         for kind, args in (("summary", ["--by", "overlap,sync_period", "--where", "lr=0.05"]),
                            ("curves", ["--by", "sync_period", "--where", "lr=0.05", "--x", "epoch"]),
-                           ("steps", ["--target", "0.5"])):
+                           ("steps", ["--target", "0.5"]), ("best_lr", ["--target", "0.5"])):
             for ext in ("png", "svg"):
                 path = os.path.join(self.tmp, f"{kind}.{ext}")
-                study = self.batch if kind == "steps" else self.main
+                study = self.batch if kind in ("steps", "best_lr") else self.main
                 self.analyze("plot", study, "--kind", kind, "--output", path, *args)
                 with open(path, "rb") as f:
                     head = f.read(8)

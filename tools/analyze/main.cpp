@@ -326,7 +326,18 @@ struct Reach {
   std::vector<std::string> key_values;
   std::int64_t trials = 0, reached = 0;
   double best = std::nan(""), median = std::nan("");
+  double best_lr = std::nan("");  // the learning rate of the best trial
 };
+
+// The regime of the step from one batch size to the next (docs/analysis.md):
+// e = log(speed-up in steps) / log(batch ratio), 1 for perfect scaling.
+std::string regime(double x0, double s0, double x1, double s1) {
+  if (std::isnan(s0) || std::isnan(s1) || !(x1 > x0)) return "-";
+  const double e = std::log(s0 / s1) / std::log(x1 / x0);
+  if (e >= 0.8) return "perfect scaling";
+  if (e <= 0.1) return "maximal data parallelism";
+  return "diminishing returns";
+}
 
 std::vector<Reach> reach_of(const Runs& r, const Options& o) {
   if (std::isnan(o.target)) throw UsageError("steps-to-result needs --target VALUE (e.g. 0.9 for 90 % accuracy)");
@@ -342,14 +353,16 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o) {
       const auto s = series(*run, "step");
       const std::vector<std::int64_t> step_numbers(s.begin(), s.end());
       const std::int64_t first = first_reaching(step_numbers, y, o.target, lower_is_better);
-      if (first >= 0) steps.push_back(double(first));
+      if (first < 0) continue;
+      steps.push_back(double(first));
+      if (std::isnan(rc.best) || double(first) < rc.best) {
+        rc.best = double(first);
+        const auto lr = run->numbers.find("lr");
+        rc.best_lr = lr == run->numbers.end() ? std::nan("") : lr->second;
+      }
     }
     rc.reached = std::int64_t(steps.size());
-    if (!steps.empty()) {
-      std::sort(steps.begin(), steps.end());
-      rc.best = steps.front();
-      rc.median = stats::describe(steps).median;
-    }
+    if (!steps.empty()) rc.median = stats::describe(steps).median;
     out.push_back(rc);
   }
   return out;
@@ -365,7 +378,9 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
   const bool scaling = o.by.size() == 1;
   double x0 = std::nan(""), s0 = std::nan("");
   if (scaling) {
-    for (const char* h : {"log2 x", "log2 best", "perfect scaling (steps)"}) t.headers.push_back(h);
+    for (const char* h : {"log2 x", "log2 best", "perfect scaling (steps)", "regime", "best trial lr"}) {
+      t.headers.push_back(h);
+    }
     for (const Reach& rc : reach) {
       if (!std::isnan(rc.best)) {
         x0 = std::strtod(rc.key_values[0].c_str(), nullptr);
@@ -374,6 +389,7 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
       }
     }
   }
+  double prev_x = std::nan(""), prev_s = std::nan("");
   for (const Reach& rc : reach) {
     std::vector<std::string> row = rc.key_values;
     for (const std::string& cell : {std::to_string(rc.trials), std::to_string(rc.reached),
@@ -386,10 +402,18 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
       row.push_back(num(std::log2(x)));
       row.push_back(num(std::log2(rc.best)));
       row.push_back(num(s0 * x0 / x, 6));
+      row.push_back(regime(prev_x, prev_s, x, rc.best));
+      row.push_back(num(rc.best_lr));
+      prev_x = x;
+      prev_s = rc.best;
     }
     t.rows.push_back(row);
   }
-  if (scaling) t.notes.push_back("perfect scaling: steps halve when " + o.by[0] + " doubles, from the first group that reaches the target");
+  if (scaling) {
+    t.notes.push_back("perfect scaling: steps halve when " + o.by[0] + " doubles, from the first group that reaches the target");
+    t.notes.push_back("regime of the step from the previous " + o.by[0] + ": e = log(steps ratio) / log(" + o.by[0] +
+                      " ratio); perfect scaling e >= 0.8, maximal data parallelism e <= 0.1, diminishing returns between");
+  }
   return {t};
 }
 
@@ -446,19 +470,40 @@ void plot(const Runs& r, const Options& o) {
   } else if (o.kind == "steps") {
     const std::vector<Reach> reach = reach_of(r, o);
     if (o.by.size() != 1) throw UsageError("plot --kind steps needs one --by key (e.g. batch_size)");
-    double x0 = std::nan(""), s0 = std::nan("");
+    double x0 = std::nan(""), s0 = std::nan(""), px = std::nan(""), ps = std::nan("");
     for (const Reach& rc : reach) {
       if (std::isnan(rc.best)) continue;
       const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
       if (std::isnan(x0)) x0 = x, s0 = rc.best;
-      data << format_number(x) << " " << format_number(rc.best) << " " << format_number(s0 * x0 / x) << "\n";
+      const std::string label_text = regime(px, ps, x, rc.best);
+      data << format_number(x) << " " << format_number(rc.best) << " " << format_number(s0 * x0 / x) << " "
+           << (label_text == "-" ? "\"\"" : "\"" + label_text + "\"") << "\n";
+      px = x;
+      ps = rc.best;
     }
     script << "set logscale xy 2\nset xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "' noenhanced\nset ylabel 'steps to " << o.series
            << " " << num(o.target) << " (steps)' noenhanced\nset title 'steps to result' noenhanced\n"
            << "plot datafile using 1:2 with linespoints lw 2 pt 7 title 'best trial', "
-           << "datafile using 1:3 with lines dt 2 lw 2 title 'perfect scaling'";
+           << "datafile using 1:3 with lines dt 2 lw 2 title 'perfect scaling', "
+           << "datafile using 1:2:4 with labels noenhanced offset 0,1.2 font ',9' notitle";
+  } else if (o.kind == "best_lr") {
+    const std::vector<Reach> reach = reach_of(r, o);
+    if (o.by.size() != 1) throw UsageError("plot --kind best_lr needs one --by key (e.g. batch_size)");
+    double x0 = std::nan(""), l0 = std::nan("");
+    for (const Reach& rc : reach) {
+      if (std::isnan(rc.best_lr)) continue;
+      const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
+      if (std::isnan(x0)) x0 = x, l0 = rc.best_lr;
+      data << format_number(x) << " " << format_number(rc.best_lr) << " " << format_number(l0 * x / x0) << " "
+           << format_number(l0 * std::sqrt(x / x0)) << "\n";
+    }
+    script << "set logscale xy 2\nset xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "' noenhanced\n"
+           << "set ylabel 'learning rate of the best trial' noenhanced\nset title 'best learning rate' noenhanced\n"
+           << "plot datafile using 1:2 with linespoints lw 2 pt 7 title 'best trial', "
+           << "datafile using 1:3 with lines dt 2 lw 2 title 'linear rule', "
+           << "datafile using 1:4 with lines dt 3 lw 2 title 'square-root rule'";
   } else {
-    throw ConfigError("kind", o.kind, "is not one of: summary, curves, steps");
+    throw ConfigError("kind", o.kind, "is not one of: summary, curves, steps, best_lr");
   }
   script << "\n";
   run_gnuplot(script.str(), data.str(), o.output);
@@ -474,7 +519,7 @@ commands:
   power            --factor K [--within ...] [--baseline L] [--effect D]: detectable effect, seeds needed
   curves           [--by K] [--series S] [--x step|epoch|samples|time_s]: mean curves with 95 % bands
   steps-to-result  --target T [--by batch_size] [--series S]: first evaluated step reaching T
-  plot             --kind summary|curves|steps --output FILE.png|svg (and the options of that command)
+  plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command)
 
 metrics: any numeric index column (final_test_accuracy, best_test_accuracy, wall_time_s, ...) or an
 eval series at a point: test_accuracy@epoch=1, test_loss@step=200. Diverged runs are counted and
@@ -502,7 +547,7 @@ int main(int argc, char** argv) {
         "series", po::value(&o.series)->default_value(o.series), "curves / steps-to-result: eval series")(
         "x", po::value(&o.x)->default_value(o.x), "curves: step, epoch, samples or time_s")(
         "target", po::value(&o.target), "steps-to-result: the goal value of the series")(
-        "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves or steps")(
+        "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, steps or best_lr")(
         "output", po::value(&o.output), "plot: the PNG or SVG file to write");
     po::options_description hidden;
     hidden.add_options()("command", po::value(&o.command))("dirs", po::value(&o.dirs));
@@ -534,7 +579,7 @@ int main(int argc, char** argv) {
     } else if (o.command == "steps-to-result") {
       print(steps_to_result(r, o), format);
     } else if (o.command == "plot") {
-      if (o.kind == "steps" && o.by.empty()) o.by = {"batch_size"};
+      if ((o.kind == "steps" || o.kind == "best_lr") && o.by.empty()) o.by = {"batch_size"};
       plot(r, o);
     } else {
       throw UsageError("unknown command '" + o.command + "'; see dpstudy-analyze --help");
