@@ -11,6 +11,7 @@
 #include "dpstudy/error.hpp"
 #include "dpstudy/idx.hpp"
 #include "dpstudy/manifest.hpp"
+#include "dpstudy/runtime_info.hpp"
 
 namespace fs = std::filesystem;
 
@@ -63,7 +64,7 @@ std::vector<SearchRoot> search_roots(const std::string& data_dir_option) {
       {"--data-dir", data_dir_option},
       {"DPSTUDY_DATA_DIR", env ? env : ""},
       {"project", build.source_dir + "/datasets/data"},
-      {"installed", build.install_datadir + "/data"},
+      {"installed", (installed_share_dir().empty() ? build.install_datadir : installed_share_dir()) + "/data"},
       {"system", "/usr/share/datasets"},
   };
 }

@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dpstudy/config.hpp"
 #if DPSTUDY_WITH_MPI
@@ -49,6 +51,22 @@ BlasInfo blas_info() {
 }
 
 std::string torch_version() { return TORCH_VERSION; }
+
+std::string installed_share_dir() {
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return "";
+  exe[n] = '\0';
+  std::string dir(exe);
+  for (int up = 0; up < 2; ++up) {  // <prefix>/bin/dpstudy-x -> <prefix>
+    const auto slash = dir.rfind('/');
+    if (slash == std::string::npos) return "";
+    dir.resize(slash);
+  }
+  const std::string share = dir + "/share/dpstudy";
+  struct stat st {};
+  return stat(share.c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? share : "";
+}
 
 std::string mpi_library_version() {
 #if DPSTUDY_WITH_MPI

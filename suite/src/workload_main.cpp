@@ -348,7 +348,20 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     for (const auto& k : search_keys()) study_keys.push_back(k);
     RawValues values;
     std::string study_text;
-    if (!g.study_file.empty()) values = read_study_file(g.study_file, study_keys, &study_text);
+    if (!g.study_file.empty()) {
+      // A study file not found as given is looked for among the shipped ones:
+      // the source tree's studies/, then the installed <prefix>/share/dpstudy/studies.
+      std::error_code ec;
+      if (!fs::exists(g.study_file, ec) && fs::path(g.study_file).filename() == fs::path(g.study_file)) {
+        for (const std::string& dir : {build_info().source_dir + "/studies", installed_share_dir() + "/studies"}) {
+          if (fs::exists(fs::path(dir) / g.study_file, ec)) {
+            g.study_file = (fs::path(dir) / g.study_file).string();
+            break;
+          }
+        }
+      }
+      values = read_study_file(g.study_file, study_keys, &study_text);
+    }
     for (const auto& k : study_keys) {
       if (!vm.count(k)) continue;
       const std::string v = vm[k].as<std::string>();

@@ -16,6 +16,9 @@ struct BlasInfo {
 // Looks at the libraries mapped into this process (/proc/self/maps).
 BlasInfo blas_info();
 std::string torch_version();
+// <prefix>/share/dpstudy for the running executable (<prefix>/bin/...), found
+// from /proc/self/exe so that an installed tree can be moved; "" if not there.
+std::string installed_share_dir();
 std::string mpi_library_version();  // "none" when built without MPI
 
 }  // namespace dpstudy
