@@ -172,7 +172,7 @@ void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int 
     return;
   }
   if (count == workers_) {
-    reduce_over(comm_, procs_, rank_, local, 0, count, out);
+    reduce_over(comm_, procs_, rank_, local, count, out);
     return;
   }
   if (count > local_) {
@@ -197,7 +197,7 @@ void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int 
     int r = 0, k = 1;
     MPI_Comm_rank(as_comm(sub), &r);
     MPI_Comm_size(as_comm(sub), &k);
-    reduce_over(sub, k, r, local, 0, count, out);
+    reduce_over(sub, k, r, local, count, out);
     return;
   }
   if (first + count <= first_ || first >= first_ + local_) return;  // hosted elsewhere
@@ -209,8 +209,8 @@ void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int 
   out.div_(double(count));
 }
 
-void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::vector<at::Tensor>& local, int,
-                                  int count, at::Tensor& out) {
+void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::vector<at::Tensor>& local, int count,
+                                  at::Tensor& out) {
   MPI_Comm comm = as_comm(comm_handle);
   const std::int64_t n = out.numel();
   if (n > std::int64_t(1) << 30) throw MpiError("MpiCommunicator: buffers over 2^30 elements are not supported yet");
@@ -231,7 +231,6 @@ void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::ve
       check(MPI_Sendrecv(s + send_lo, int(send_hi - send_lo), MPI_FLOAT, partner, 17, exchange_.data_ptr<float>(),
                          int(keep_hi - keep_lo), MPI_FLOAT, partner, 17, comm, MPI_STATUS_IGNORE),
             "MPI_Sendrecv");
-      bytes_sent_ += std::uint64_t(send_hi - send_lo) * sizeof(float);
       // lower + upper: the tree's order (float addition is commutative, so either side may add).
       out.narrow(0, keep_lo, keep_hi - keep_lo).add_(exchange_.narrow(0, 0, keep_hi - keep_lo));
       lo = keep_lo;
@@ -246,7 +245,6 @@ void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::ve
     device_sync(out);
     check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s, counts.data(), displs.data(), MPI_FLOAT, comm),
           "MPI_Allgatherv");
-    bytes_sent_ += std::uint64_t(hi - lo) * sizeof(float) * std::uint64_t(k - 1);
   } else {
     // Not a power of two: every worker's buffer to rank 0, the same tree there, then to all.
     at::Tensor mine = at::empty({std::int64_t(local_), n}, out.options());
@@ -256,7 +254,6 @@ void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::ve
     check(MPI_Gather(mine.data_ptr<float>(), int(local_ * n), MPI_FLOAT, r == 0 ? all.data_ptr<float>() : nullptr,
                      int(local_ * n), MPI_FLOAT, 0, comm),
           "MPI_Gather");
-    bytes_sent_ += std::uint64_t(local_ * n) * sizeof(float);
     if (r == 0) {
       std::vector<at::Tensor> rows;
       for (std::int64_t i = 0; i < all.size(0); ++i) rows.push_back(all[i]);

@@ -31,9 +31,6 @@ class Communicator {
   // One value per local worker in, one per worker of the job out (in worker
   // order): per-worker metrics, summed by the caller in a fixed order.
   virtual std::vector<double> all_workers(const std::vector<double>& local) = 0;
-
-  // Bytes this process has sent for averaging (0 in process).
-  virtual std::uint64_t bytes_sent() const = 0;
 };
 
 // All W workers in this process.
@@ -45,7 +42,6 @@ class InProcessCommunicator : public Communicator {
   int local_workers() const override { return workers_; }
   void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) override;
   std::vector<double> all_workers(const std::vector<double>& local) override { return local; }
-  std::uint64_t bytes_sent() const override { return 0; }
 
  private:
   int workers_;

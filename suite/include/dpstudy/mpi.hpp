@@ -88,17 +88,15 @@ class MpiCommunicator : public Communicator {
   int local_workers() const override { return local_; }
   void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) override;
   std::vector<double> all_workers(const std::vector<double>& local) override;
-  std::uint64_t bytes_sent() const override { return bytes_sent_; }
 
  private:
-  void reduce_over(void* comm, int ranks, int rank, const std::vector<at::Tensor>& local, int lo, int count,
+  void reduce_over(void* comm, int ranks, int rank, const std::vector<at::Tensor>& local, int count,
                    at::Tensor& out);
   void* comm_;  // the run's MPI_Comm
   int workers_, procs_, rank_, first_, local_;
   std::vector<at::Tensor> scratch_;
   at::Tensor exchange_;
   std::vector<std::pair<int, void*>> group_comms_;  // (group size, sub-communicator)
-  std::uint64_t bytes_sent_ = 0;
 };
 
 }  // namespace dpstudy

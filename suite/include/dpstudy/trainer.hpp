@@ -76,7 +76,6 @@ class Trainer {
   Evaluation evaluate(const at::Tensor& x, const at::Tensor& y, const at::Tensor* index);
   void evaluate_into(RunResult& r, double train_loss);
   std::string config_text() const;
-  bool replicas_identical() const { return identical_; }
 
   RunConfig config_;
   const TrainingData& data_;
