@@ -121,6 +121,9 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
   eval.add_options()
       ("eval_every", po::value(&c.eval_every)->default_value(d.eval_every),
        "evaluate every this many steps (0: at the end of each epoch only)")
+      ("test_every", po::value(&c.test_every)->default_value(d.test_every),
+       "with a validation split: evaluate the test split only every this many steps, at epoch ends, at the goal "
+       "and at the end; other evaluations record NaN test metrics (0: at every evaluation)")
       ("eval_batch", po::value(&c.eval_batch)->default_value(d.eval_batch), "batch size for evaluation")
       ("goal_error", po::value(&c.goal_error)->default_value(d.goal_error),
        "steps-to-result: record the first evaluated step whose error (1 - accuracy; validation split if held out, "

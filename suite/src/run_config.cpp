@@ -144,6 +144,7 @@ KeyValues RunConfig::key_values() const {
       {"pruning", to_string(pruning)},
       {"snip_batches", I(snip_batches)},
       {"eval_every", I(eval_every)},
+      {"test_every", I(test_every)},
       {"eval_batch", I(eval_batch)},
       {"goal_error", goal_error},
       {"stop_at_goal", I(stop_at_goal)},
@@ -204,6 +205,8 @@ void validate(const RunConfig& c) {
   require(c.snip_batches >= 1, "snip_batches", std::to_string(c.snip_batches), "must be at least 1");
   require(c.eval_every >= 0, "eval_every", std::to_string(c.eval_every),
           "must be >= 0 (0 = at the end of each epoch only)");
+  require(c.test_every >= 0, "test_every", std::to_string(c.test_every),
+          "must be >= 0 (0 = the test split at every evaluation)");
   require(c.eval_batch >= 1, "eval_batch", std::to_string(c.eval_batch), "must be at least 1");
   require(c.goal_error >= 0 && c.goal_error < 1, "goal_error", num(c.goal_error),
           "must be in [0, 1) (an error rate, e.g. 0.02 for 98 % accuracy; 0 = no goal)");

@@ -283,17 +283,22 @@ Trainer::Evaluation Trainer::evaluate(const at::Tensor& x, const at::Tensor& y, 
   return {loss / double(n), double(correct) / double(n)};
 }
 
-void Trainer::evaluate_into(RunResult& r, double train_loss) {
+bool Trainer::evaluate_into(RunResult& r, double train_loss, bool test_due, double elapsed_s) {
   const auto t0 = Clock::now();
+  const RunConfig& c = config_;
   // The averaged model: with identical replicas that is any replica.
   if (identical_) {
     eval_->params().copy_(params_[0]);
   } else {
-    comm_.mean(params_, 0, config_.workers, eval_->params());
+    comm_.mean(params_, 0, c.workers, eval_->params());
   }
-  if (eval_->buffers().numel() > 0) comm_.mean(buffers_, 0, config_.workers, eval_->buffers());
-  const Evaluation test = evaluate(data_.test_x, data_.test_y, nullptr);
-  const Evaluation val = evaluate(data_.train_x, data_.train_y, &val_index_);
+  if (eval_->buffers().numel() > 0) comm_.mean(buffers_, 0, c.workers, eval_->buffers());
+  const bool have_val = !val_idx_.empty();
+  const Evaluation val = have_val ? evaluate(data_.train_x, data_.train_y, &val_index_) : Evaluation{kNaN, kNaN};
+  const bool goal_open = c.goal_error > 0 && r.summary.steps_to_goal < 0;
+  const bool val_at_goal = goal_open && have_val && 1.0 - val.accuracy <= c.goal_error;
+  const Evaluation test = test_due || !have_val || val_at_goal ? evaluate(data_.test_x, data_.test_y, nullptr)
+                                                               : Evaluation{kNaN, kNaN};
   EvalSeries& e = r.eval;
   e.step.push_back(step_);
   e.epoch.push_back(double(step_) / double(steps_per_epoch_));
@@ -304,6 +309,12 @@ void Trainer::evaluate_into(RunResult& r, double train_loss) {
   e.train_loss.push_back(train_loss);
   e.worker_divergence.push_back(last_divergence_);
   eval_s_ += seconds_since(t0);
+  const bool at_goal = have_val ? val_at_goal : goal_open && 1.0 - test.accuracy <= c.goal_error;
+  if (at_goal) {
+    r.summary.steps_to_goal = step_;
+    r.summary.time_to_goal_s = elapsed_s + seconds_since(t0);
+  }
+  return at_goal;
 }
 
 RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoint) {
@@ -354,23 +365,18 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     ++steps_since_eval_;
     const bool epoch_end = step_ % steps_per_epoch_ == 0;
     if (epoch_end || (c.eval_every > 0 && step_ % c.eval_every == 0)) {
-      evaluate_into(r, loss_since_eval_ / double(steps_since_eval_));
+      const bool test_due = c.test_every == 0 || step_ % c.test_every == 0 || epoch_end || step_ == total;
+      const bool at_goal = evaluate_into(r, loss_since_eval_ / double(steps_since_eval_), test_due, elapsed());
       loss_since_eval_ = 0;
       steps_since_eval_ = 0;
       ev.evaluation = true;
       ev.test_accuracy = r.eval.test_accuracy.back();
+      if (!val_idx_.empty()) ev.val_accuracy = r.eval.val_accuracy.back();
       ev.elapsed_s = elapsed();
-      if (c.goal_error > 0 && r.summary.steps_to_goal < 0) {
-        const double accuracy = val_idx_.empty() ? r.eval.test_accuracy.back() : r.eval.val_accuracy.back();
-        if (1.0 - accuracy <= c.goal_error) {
-          r.summary.steps_to_goal = step_;
-          r.summary.time_to_goal_s = ev.elapsed_s;
-          if (progress) {
-            char line[120];
-            std::snprintf(line, sizeof line, "# goal error %g reached at step %lld", c.goal_error, (long long)step_);
-            progress->message(line);
-          }
-        }
+      if (at_goal && progress) {
+        char line[120];
+        std::snprintf(line, sizeof line, "# goal error %g reached at step %lld", c.goal_error, (long long)step_);
+        progress->message(line);
       }
     }
     if (progress) progress->progress(ev);
@@ -397,7 +403,11 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     s.final_test_accuracy = r.eval.test_accuracy.back();
     s.final_test_loss = r.eval.test_loss.back();
     s.final_val_accuracy = r.eval.val_accuracy.back();
-    s.best_test_accuracy = *std::max_element(r.eval.test_accuracy.begin(), r.eval.test_accuracy.end());
+    // Evaluations where the test split was not due hold NaN (test_every).
+    s.best_test_accuracy = kNaN;
+    for (const double a : r.eval.test_accuracy) {
+      if (std::isfinite(a) && (std::isnan(s.best_test_accuracy) || a > s.best_test_accuracy)) s.best_test_accuracy = a;
+    }
   } else {
     s.final_test_accuracy = s.final_test_loss = s.final_val_accuracy = s.best_test_accuracy = kNaN;
   }

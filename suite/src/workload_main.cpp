@@ -137,11 +137,10 @@ class StudyProgress : public ProgressSink {
     const double fraction = at / std::max(makespan_, 1e-9);
     const double study_s = std::chrono::duration<double>(Clock::now() - study_start_).count();
     const double study_eta = fraction > 0 ? study_s * (1 - fraction) / fraction : 0;
-    char acc[32] = "";
-    if (e.test_accuracy >= 0) std::snprintf(acc, sizeof acc, "  test acc %6.2f %%", 100 * e.test_accuracy);
+    const std::string acc = format_accuracy(e);
     char buf[300];
     std::snprintf(buf, sizeof buf, "%sepoch %d/%d  step %lld/%lld  loss %.4f%s  lr %.4g  run ETA %.0f s  study ETA %.0f s",
-                  tag_.c_str(), e.epoch, e.epochs, (long long)e.step, (long long)e.total_steps, e.loss, acc, e.lr,
+                  tag_.c_str(), e.epoch, e.epochs, (long long)e.step, (long long)e.total_steps, e.loss, acc.c_str(), e.lr,
                   run_eta, study_eta);
     out_.line(buf, 1);
   }

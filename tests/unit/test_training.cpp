@@ -199,6 +199,32 @@ TEST(Training, SameSeedSameBitsOtherSeedOtherBits) {
   EXPECT_EQ(a.train.step.size(), 6u);
 }
 
+TEST(Training, TestEveryEvaluatesTheTestSplitOnlyWhenDue) {
+  RunConfig c = base_config();
+  c.validation_fraction = 0.1;
+  c.eval_every = 1;
+  c.goal_error = 0.95;  // reached at the first evaluation, step 1, which is not a multiple of test_every
+  InProcessCommunicator comm(1);
+  const RunResult every = train_run(c, tiny(), data(), comm);
+  c.test_every = 4;
+  const RunResult sparse = train_run(c, tiny(), data(), comm);
+  // 432 training samples, batch 16: 27 steps, all evaluated on the validation split.
+  ASSERT_EQ(sparse.eval.step.size(), 27u);
+  EXPECT_EQ(sparse.eval.val_accuracy, every.eval.val_accuracy);
+  EXPECT_EQ(sparse.train.loss, every.train.loss);
+  EXPECT_EQ(sparse.summary.steps_to_goal, 1);
+  for (std::size_t i = 0; i < sparse.eval.step.size(); ++i) {
+    const std::int64_t s = sparse.eval.step[i];
+    const bool due = s % 4 == 0 || s == 27 || s == 1;  // every 4, the epoch end, the goal
+    EXPECT_EQ(std::isfinite(sparse.eval.test_accuracy[i]), due) << "step " << s;
+    if (due) {
+      EXPECT_EQ(sparse.eval.test_loss[i], every.eval.test_loss[i]) << "step " << s;
+    }
+  }
+  EXPECT_EQ(sparse.summary.final_test_accuracy, every.summary.final_test_accuracy);
+  EXPECT_TRUE(std::isfinite(sparse.summary.best_test_accuracy));
+}
+
 TEST(Training, ALossThatIsNotFiniteEndsTheRunAsDiverged) {
   RunConfig c = base_config();
   c.lr = 1e6;

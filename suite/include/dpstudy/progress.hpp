@@ -11,11 +11,15 @@ struct ProgressEvent {
   std::int64_t step = 0, total_steps = 0;
   int epoch = 0, epochs = 0;          // epoch is 1-based: the one in progress
   double loss = 0;                    // recent training loss
-  double test_accuracy = -1;          // -1: no evaluation at this event
+  double test_accuracy = -1;          // -1: no evaluation at this event; NaN: test split not due (test_every)
   double lr = 0;
   double elapsed_s = 0;
   bool evaluation = false;
+  double val_accuracy = -1;           // -1: no validation split, or no evaluation at this event
 };
+
+// "  val acc 85.10 %  test acc 84.90 %" for an evaluation event, "" otherwise.
+std::string format_accuracy(const ProgressEvent& e);
 
 class ProgressSink {
  public:

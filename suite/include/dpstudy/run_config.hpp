@@ -75,6 +75,8 @@ struct RunConfig {
   std::int64_t snip_batches = 10;    // mini-batches the SNIP scores are summed over
   // Evaluation
   std::int64_t eval_every = 0;       // steps; 0 = only at the end of each epoch
+  std::int64_t test_every = 0;       // steps; with a validation split, the test split only every this many
+                                     // steps, at epoch ends, at the goal and at the end; 0 = at every evaluation
   std::int64_t eval_batch = 1000;
   double goal_error = 0;             // steps-to-result: the error (1 - accuracy) to reach; 0 = none
   bool stop_at_goal = false;         // end the run at the evaluation that reaches the goal

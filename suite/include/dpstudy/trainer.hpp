@@ -74,7 +74,10 @@ class Trainer {
   };
   void average_parameters(int count, int level);
   Evaluation evaluate(const at::Tensor& x, const at::Tensor& y, const at::Tensor* index);
-  void evaluate_into(RunResult& r, double train_loss);
+  // Evaluates the averaged model; the test split when `test_due`, when there is
+  // no validation split, or when this evaluation first reaches the goal. Records
+  // steps_to_goal; returns true when it did so now.
+  bool evaluate_into(RunResult& r, double train_loss, bool test_due, double elapsed_s);
   std::string config_text() const;
 
   RunConfig config_;
