@@ -236,6 +236,12 @@ at::Device resolve_device(const std::string& name, int local_rank) {
     throw ConfigError("device", name, "is not one of: auto, cpu, cuda");
   }
   if (name == "cpu") return at::kCPU;
+  if (!DPSTUDY_CUDA) {
+    if (name == "cuda") {
+      throw ConfigError("device", name, "is not available: this dpstudy was built with DPSTUDY_WITH_CUDA=OFF (use --device cpu)");
+    }
+    return at::kCPU;
+  }
   const int gpus = at::hasCUDA() ? at::detail::getCUDAHooks().getNumGPUs() : 0;
   if (gpus == 0) {
     if (name == "cuda") {
@@ -274,6 +280,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
 
     po::options_description general("General");
     general.add_options()("help,h", "show this help")(
+        "version", "print the version and the features of this build (MPI, CUDA), then exit")(
         "data_dir", po::value(&g.data_dir), "look here first for datasets (see docs/datasets.md)")(
         "threads", po::value(&g.threads)->default_value(0), "intra-op threads (0: LibTorch's default)")(
         "device", po::value(&g.device)->default_value("auto"),
@@ -332,6 +339,12 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       std::string bad = e.get_option_name();
       while (!bad.empty() && bad[0] == '-') bad.erase(0, 1);
       throw UsageError("unrecognised option '--" + bad + "'; did you mean --" + closest_key(bad, all) + "?");
+    }
+    if (vm.count("version")) {
+      const BuildInfo b = build_info();
+      std::printf("%s dpstudy %s commit %s libtorch %s mpi %s cuda %s\n", prog.c_str(), b.version.c_str(),
+                  b.git_commit.c_str(), torch_version().c_str(), b.with_mpi ? "on" : "off", b.with_cuda ? "on" : "off");
+      return 0;
     }
     if (vm.count("help")) {
       po::options_description all(prog + " [--key value]...: " + workload.summary);

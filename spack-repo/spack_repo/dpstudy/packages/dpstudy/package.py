@@ -1,0 +1,90 @@
+# dpstudy: reproducible studies of data-parallel neural network training.
+# Works with Spack v1.x (package API v2, build systems from spack_repo.builtin)
+# and with Spack 0.x (everything from spack.package); docs/spack.md says how it
+# was checked.
+
+import spack
+from spack.package import *
+
+try:  # Spack v1.0 and later: the build systems live in the builtin package repository
+    from spack_repo.builtin.build_systems.cmake import CMakePackage
+    from spack_repo.builtin.build_systems.cuda import CudaPackage
+except ImportError:  # Spack 0.x: they came with `from spack.package import *`
+    pass
+
+
+class Dpstudy(CMakePackage, CudaPackage):
+    """Benchmark suite for reproducible studies of data-parallel training: how data
+    overlap, synchronization period, batch size / learning rate and worker count
+    change the accuracy reached and the time to reach it, with HDF5 results and
+    significance tests."""
+
+    homepage = "https://github.com/dpstudy/dpstudy"
+    git = "https://github.com/dpstudy/dpstudy.git"
+
+    license("Apache-2.0")
+
+    version("main", branch="main")
+    version("0.1.0", tag="v0.1.0")
+
+    # Each variant is exactly one DPSTUDY_ CMake option (tests/e2e/test_spack_package.py
+    # checks that CMakeLists.txt reads every one). `cuda` and `cuda_arch` come from
+    # CudaPackage; cuda maps to DPSTUDY_WITH_CUDA.
+    variant("mpi", default=True, description="MPI communicator: runs packed over mpirun/srun processes")
+    variant("tests", default=False, description="Build the CTest suite (unit, e2e, mpi)")
+    variant("benchmarks", default=False, description="Build the Google Benchmark micro-benchmarks")
+
+    # Compilers are dependencies from Spack v1.0 on (the c and cxx virtuals); Spack
+    # 0.x before 0.23 does not know those virtuals and fails its audit on them.
+    if spack.spack_version_info >= (1, 0):
+        depends_on("c", type="build")  # FindHDF5 probes the HDF5 C wrapper
+        depends_on("cxx", type="build")
+    depends_on("cmake@3.18:", type="build")
+
+    # LibTorch is py-torch's: headers, libraries and TorchConfig.cmake under its
+    # Python platlib. Its libraries are needed at run time too.
+    depends_on("py-torch@1.13:", type=("build", "link", "run"))
+    depends_on("py-torch~cuda", when="~cuda", type=("build", "link", "run"))
+    depends_on("py-torch+cuda", when="+cuda", type=("build", "link", "run"))
+    for _arch in CudaPackage.cuda_arch_values:
+        depends_on(f"py-torch+cuda cuda_arch={_arch}", when=f"+cuda cuda_arch={_arch}",
+                   type=("build", "link", "run"))
+
+    depends_on("mpi", when="+mpi", type=("build", "link", "run"))
+    depends_on("hdf5@1.10:", type=("build", "link"))
+    # program_options is compiled; Boost.Math's distributions are header-only.
+    depends_on("boost@1.70:+program_options cxxstd=17", type=("build", "link"))
+    depends_on("zlib-api", type=("build", "link"))
+
+    # Every workload's throughput mode (--mode throughput) runs on Google Benchmark.
+    depends_on("benchmark@1.5:", type=("build", "link"))
+    depends_on("googletest", when="+tests", type=("build", "link"))
+    # The e2e tests read results with h5py and pandas and check statistics against scipy.
+    depends_on("python@3.8:", when="+tests", type="test")
+    depends_on("py-h5py", when="+tests", type="test")
+    depends_on("py-pandas", when="+tests", type="test")
+    depends_on("py-scipy", when="+tests", type="test")
+
+    conflicts("+cuda", when="cuda_arch=none",
+              msg="name the GPU architecture, e.g. cuda_arch=90 (H100/H200) or 80 (A100); "
+              "py-torch needs it to build its kernels")
+    conflicts("%gcc@:8", msg="dpstudy needs C++17 <filesystem> (GCC 9 or newer)")
+    conflicts("%clang@:8", msg="dpstudy needs C++17 <filesystem> (Clang 9 or newer)")
+    conflicts("platform=darwin", when="+cuda", msg="CUDA builds need Linux")
+
+    def cmake_args(self):
+        spec = self.spec
+        torch_dir = join_path(spec["py-torch"].prefix, spec["python"].package.platlib,
+                              "torch", "share", "cmake", "Torch")
+        args = [
+            self.define_from_variant("DPSTUDY_WITH_CUDA", "cuda"),
+            self.define_from_variant("DPSTUDY_WITH_MPI", "mpi"),
+            self.define_from_variant("DPSTUDY_BUILD_TESTS", "tests"),
+            self.define_from_variant("DPSTUDY_BUILD_BENCHMARKS", "benchmarks"),
+            self.define("Torch_DIR", torch_dir),
+        ]
+        if spec.satisfies("+mpi"):
+            args.append(self.define("MPI_CXX_COMPILER", spec["mpi"].mpicxx))
+        if spec.satisfies("+cuda"):
+            args.append(self.define("CUDAToolkit_ROOT", spec["cuda"].prefix))
+        return args

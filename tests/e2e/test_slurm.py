@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""dpstudy-slurm: its checks before submission (always), and a study submitted
+with its batch script to a real one-node Slurm cluster started in a temporary
+folder (label slurm; skipped, exit 77, where slurm-wlm or munge is missing).
+
+The cluster test interrupts the job as the time limit would (the USR1 that
+--signal=B:USR1@... sends), lets it requeue itself and finish, and checks that
+the results equal, bit for bit, those of the same study under plain mpirun.
+
+usage: test_slurm.py input|cluster LAUNCHER WORKLOAD_EXE DPSTUDY_DATA
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import h5py
+
+from h5compare import assert_same_study
+import slurm_cluster
+
+MODE, LAUNCHER, EXE, DATA_TOOL = sys.argv[1:5]
+SKIP = 77
+
+STUDY = """[study]
+name = slurmtest
+[data]
+dataset = mnist
+[sweep]
+workers = 1, 2
+seed = 1, 2
+[optimizer]
+lr = 0.05
+batch_size = 10
+epochs = {epochs}
+"""
+
+
+def launcher(*args, env=None, cwd=None):
+    return subprocess.run([sys.executable, LAUNCHER, *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=120)
+
+
+class Workspace(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="dpstudy-slurm-test-")
+        self.data = os.path.join(self.tmp, "data")
+        subprocess.run([DATA_TOOL, "make-fixtures", self.data, "--train", "400", "--test", "50"], check=True,
+                       stdout=subprocess.DEVNULL)
+        self.study = os.path.join(self.tmp, "slurmtest.ini")
+        with open(self.study, "w") as f:
+            f.write(STUDY.format(epochs=1))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class LauncherInput(Workspace):
+    def test_writes_a_batch_script_that_runs_the_study_with_srun(self):
+        r = launcher(self.study, "--workload", EXE, "--nodes", "2", "--tasks-per-node", "4", "--time", "02:00:00",
+                     "--partition", "gpu", "--", "--data_dir", self.data, cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("# study slurmtest: 4 runs on 2 node(s) x 4 process(es)", r.stdout)
+        results = os.path.join(self.tmp, "results", "slurmtest")
+        with open(os.path.join(results, "slurm.sbatch")) as f:
+            script = f.read()
+        for line in ("#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=4", "#SBATCH --time=02:00:00",
+                     "#SBATCH --partition=gpu", "#SBATCH --requeue", "#SBATCH --signal=B:USR1@120",
+                     f"#SBATCH --output={results}/slurm-%j.out", "trap requeue USR1"):
+            self.assertIn(line, script)
+        self.assertRegex(script, r"srun --mpi=pmix --kill-on-bad-exit=1 --ntasks=8 .*dpstudy-mlp-mnist --study "
+                         + r".*slurmtest.ini --output results --threads 1 .*--data_dir")
+        self.assertNotIn("--gpus-per-task", script)
+        self.assertEqual(subprocess.run(["bash", "-n", os.path.join(results, "slurm.sbatch")]).returncode, 0)
+
+    def test_a_missing_study_file_is_refused_before_anything_is_written(self):
+        r = launcher(os.path.join(self.tmp, "nope.ini"), "--workload", EXE, cwd=self.tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("study file", r.stderr)
+        self.assertIn("nope.ini' does not exist", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "results")))
+
+    def test_a_bad_study_is_refused_with_the_workloads_message(self):
+        with open(self.study, "a") as f:
+            f.write("wrokers = 3\n")
+        r = launcher(self.study, "--workload", EXE, "--", "--data_dir", self.data, cwd=self.tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("the study does not check out", r.stderr)
+        self.assertIn("wrokers", r.stderr)
+
+    def test_gpus_on_a_cpu_build_are_refused(self):
+        version = subprocess.run([EXE, "--version"], capture_output=True, text=True).stdout
+        if "cuda on" in version:
+            self.skipTest("this build has CUDA")
+        r = launcher(self.study, "--workload", EXE, "--gpus-per-task", "1", cwd=self.tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("was built without CUDA", r.stderr)
+
+    def test_unknown_options_and_bad_values(self):
+        r = launcher(self.study, "--workload", EXE, "--tasks_per_node", "2", cwd=self.tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unrecognized arguments: --tasks_per_node 2", r.stderr)
+        r = launcher(self.study, "--workload", EXE, "--time", "two hours", cwd=self.tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--time 'two hours': expected a Slurm time limit", r.stderr)
+        r = launcher(self.study, "--workload", "no-such-workload", cwd=self.tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no executable dpstudy-no-such-workload", r.stderr)
+
+    def test_a_time_limit_shorter_than_a_checkpoint_interval_warns(self):
+        r = launcher(self.study, "--workload", EXE, "--time", "5:00", "--checkpoint-interval", "600", "--",
+                     "--data_dir", self.data, cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("warning: --time 5:00 (300 s) is not longer than one checkpoint interval (600 s)", r.stderr)
+
+
+class OnOneNodeCluster(Workspace):
+    def test_study_requeued_at_the_time_limit_finishes_with_the_mpirun_results(self):
+        with open(self.study, "w") as f:
+            f.write(STUDY.format(epochs=20))  # a few seconds per run: long enough to interrupt
+        mpi_env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        reference = os.path.join(self.tmp, "reference")
+        r = subprocess.run(["mpirun", "-np", "2", EXE, "--study", self.study, "--output", reference, "--threads",
+                            "1", "--data_dir", self.data, "--quiet"], capture_output=True, text=True, env=mpi_env,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+        with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
+            env = dict(cluster.env, **{k: mpi_env[k] for k in ("OMPI_ALLOW_RUN_AS_ROOT",
+                                                               "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")})
+            r = launcher(self.study, "--workload", EXE, "--tasks-per-node", "2", "--time", "10:00", "--submit",
+                         "--", "--data_dir", self.data, "--checkpoint_steps", "20", env=env, cwd=self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            job = r.stdout.strip().splitlines()[-1]
+            results = os.path.join(self.tmp, "results", "slurmtest")
+            log = os.path.join(results, f"slurm-{job}.out")
+            self.assertIn(f"log: {log}", r.stdout)
+
+            # Interrupt once the first run has finished: the batch shell gets what
+            # --signal=B:USR1@120 sends before the time limit.
+            def finished_runs():
+                try:
+                    with open(log) as f:
+                        return f.read().count(": completed, final test accuracy")
+                except OSError:
+                    return 0
+
+            end = time.time() + 120
+            while finished_runs() == 0 and time.time() < end:
+                time.sleep(0.1)
+            self.assertEqual(cluster.job_state(job), "RUNNING", "the study finished before it could be interrupted")
+            cluster.run("scancel", "--signal=USR1", "--batch", job)
+            end = time.time() + 60  # RUNNING, COMPLETING, then PENDING again
+            while cluster.job_state(job) != "PENDING" and time.time() < end:
+                time.sleep(0.1)
+            self.assertEqual(cluster.job_state(job), "PENDING")
+            # Slurm holds a requeued job back for a while (BeginTime); let it start now.
+            cluster.run("scontrol", "update", f"jobid={job}", "starttime=now")
+            state = cluster.wait(job, timeout=300)
+            with open(log) as f:
+                text = f.read()
+            self.assertEqual(state, "COMPLETED", text)
+
+        self.assertIn(f"job {job} restart 0 on", text)
+        self.assertIn("time limit near: requeueing job", text)
+        self.assertIn(f"job {job} restart 1 on", text)
+        self.assertIn("study step ended with status 0", text)
+        self.assertRegex(text, r"# study slurmtest: 4 runs, [1-3] already complete; .*; 2 process\(es\)")
+        with h5py.File(os.path.join(results, "index.h5"), "r") as f:
+            self.assertEqual(len(f["index"]["run_id"]), 4)
+            self.assertEqual(set(f["index"]["status"].asstr()[()]), {"completed"})
+        assert_same_study(self, os.path.join(reference, "slurmtest"), results)
+
+
+if __name__ == "__main__":
+    if MODE == "cluster":
+        why = slurm_cluster.missing()
+        if why:
+            print(f"skipped: {why}")
+            sys.exit(SKIP)
+        suite = unittest.defaultTestLoader.loadTestsFromTestCase(OnOneNodeCluster)
+    else:
+        suite = unittest.defaultTestLoader.loadTestsFromTestCase(LauncherInput)
+    sys.exit(0 if unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful() else 1)

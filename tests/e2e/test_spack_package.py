@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""The Spack package against the CMake project, without Spack: every variant maps
+to exactly one DPSTUDY_ option, CMakeLists.txt declares each of those options,
+and a real configure with every option flipped reads every one of them (CMake
+warns of a -D that nothing read) and reports the flipped values.
+
+usage: test_spack_package.py SOURCE_DIR TORCH_DIR BUILD_HAS_CUDA(ON|OFF)
+"""
+import ast
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SOURCE, TORCH_DIR, HAS_CUDA = sys.argv[1], sys.argv[2], sys.argv[3] == "ON"
+PACKAGE = os.path.join(SOURCE, "spack-repo", "spack_repo", "dpstudy", "packages", "dpstudy", "package.py")
+# Variants a base class brings: CudaPackage's cuda (cuda_arch goes to py-torch, not to CMake).
+INHERITED = {"cuda"}
+NOT_MAPPED = {"cuda_arch", "build_type", "generator", "ipo", "build_system"}
+
+
+def package_facts():
+    with open(PACKAGE) as f:
+        tree = ast.parse(f.read(), PACKAGE)
+    variants, mapping, bases = set(INHERITED), [], []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "Dpstudy":
+            bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            args = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            if name == "variant" and args:
+                variants.add(args[0])
+            elif name == "define_from_variant" and len(args) == 2:
+                mapping.append((args[0], args[1]))
+    return variants, mapping, bases
+
+
+def cmake_options():
+    with open(os.path.join(SOURCE, "CMakeLists.txt")) as f:
+        text = f.read()
+    declared = set(re.findall(r"^\s*option\(\s*(DPSTUDY_\w+)", text, re.M))
+    declared |= set(re.findall(r"^\s*set\(\s*(DPSTUDY_\w+)\s+\S+\s+CACHE\b", text, re.M))
+    return declared
+
+
+class SpackPackage(unittest.TestCase):
+    def test_every_variant_is_one_declared_option(self):
+        variants, mapping, bases = package_facts()
+        self.assertEqual(bases, ["CMakePackage", "CudaPackage"])
+        mapped_variants = [v for _, v in mapping]
+        self.assertEqual(sorted(mapped_variants), sorted(set(mapped_variants)), "a variant mapped twice")
+        self.assertEqual(set(mapped_variants), variants - NOT_MAPPED, "variants without an option, or the reverse")
+        options = [o for o, _ in mapping]
+        self.assertEqual(sorted(options), sorted(set(options)), "an option set by two variants")
+        missing = set(options) - cmake_options()
+        self.assertFalse(missing, f"package.py sets options CMakeLists.txt does not declare: {missing}")
+        self.assertEqual(set(options), {"DPSTUDY_WITH_CUDA", "DPSTUDY_WITH_MPI", "DPSTUDY_BUILD_TESTS",
+                                        "DPSTUDY_BUILD_BENCHMARKS"})
+
+    def configure(self, *defs):
+        with tempfile.TemporaryDirectory(prefix="dpstudy-variant-") as build:
+            return subprocess.run(["cmake", "-S", SOURCE, "-B", build, f"-DTorch_DIR={TORCH_DIR}",
+                                   *defs], capture_output=True, text=True, timeout=600)
+
+    def test_a_configure_reads_every_variants_option(self):
+        _, mapping, _ = package_facts()
+        flipped = {"DPSTUDY_WITH_CUDA": "OFF", "DPSTUDY_WITH_MPI": "OFF", "DPSTUDY_BUILD_TESTS": "OFF",
+                   "DPSTUDY_BUILD_BENCHMARKS": "OFF"}
+        r = self.configure(*[f"-D{o}={flipped[o]}" for o, _ in mapping])
+        out = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 0, out)
+        unused = out.split("Manually-specified variables were not used by the project:")[1:]
+        for option, _ in mapping:
+            self.assertFalse(any(option in u for u in unused), f"{option} is set but nothing reads it:\n{out}")
+        self.assertIn("MPI=OFF CUDA=OFF tests=OFF benchmarks=OFF", out)
+
+    def test_cuda_on_without_a_cuda_libtorch_is_a_clear_error(self):
+        if HAS_CUDA:
+            self.skipTest("this LibTorch has CUDA")
+        r = self.configure("-DDPSTUDY_WITH_CUDA=ON", "-DDPSTUDY_BUILD_TESTS=OFF", "-DDPSTUDY_BUILD_BENCHMARKS=OFF")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("DPSTUDY_WITH_CUDA=ON, but the LibTorch found", r.stdout + r.stderr)
+        r = self.configure("-DDPSTUDY_WITH_CUDA=maybe")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("DPSTUDY_WITH_CUDA='maybe': expected AUTO, ON or OFF", r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
