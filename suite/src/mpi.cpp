@@ -112,6 +112,13 @@ void Session::broadcast(std::vector<std::int64_t>& values) const {
   check(MPI_Bcast(values.data(), int(n), MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
 }
 
+double Session::max(double value) const {
+  if (!active_) return value;
+  double out = value;
+  check(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  return out;
+}
+
 RunGroup::RunGroup(const std::vector<int>& ranks, int tag) {
   MPI_Group world, group;
   check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");

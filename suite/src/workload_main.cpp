@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "dpstudy/build_info.hpp"
@@ -27,6 +28,7 @@
 #include "dpstudy/runtime_info.hpp"
 #include "dpstudy/schedule.hpp"
 #include "dpstudy/study.hpp"
+#include "dpstudy/throughput.hpp"
 #include "dpstudy/trainer.hpp"
 #if DPSTUDY_WITH_MPI
 #include "dpstudy/mpi.hpp"
@@ -57,6 +59,7 @@ struct Session {
   }
   void barrier() const {}
   void broadcast(std::vector<std::int64_t>&) const {}
+  double max(double value) const { return value; }
 };
 #endif
 
@@ -91,6 +94,8 @@ struct General {
   int procs_per_run = 0;
   double checkpoint_interval = 300;
   std::int64_t checkpoint_steps = 0;
+  std::string mode = "train";
+  std::int64_t warmup_steps = 0, iterations = 0;
 };
 
 struct PlannedRun {
@@ -268,6 +273,106 @@ int fail(const Session& session, const std::string& prog, const std::string& run
 
 }  // namespace
 
+// --mode throughput: one Google Benchmark benchmark per distinct sweep point
+// (axes that do not change the work of a step, such as seeds and learning
+// rates, are left out of the points). Each point's run occupies processes
+// 0..P-1 of the job; the figures go to <study>/throughput.h5.
+int throughput_mode(const std::vector<PlannedRun>& plan, const std::map<std::string, TrainingData>& data,
+                    const std::vector<std::string>& swept, const General& g, const Session& session,
+                    const std::string& workload, const std::string& prog, const std::string& study,
+                    const std::string& study_dir, const at::Device& device, const std::vector<std::string>& flags) {
+  static const std::set<std::string> neutral = {"seed", "data_seed", "trial", "lr", "batch_lr_ratio", "momentum",
+                                                "lr_end_factor", "weight_decay", "lr_decay_steps"};
+  struct State {
+    std::unique_ptr<RunComm> comm;
+    std::unique_ptr<Trainer> trainer;
+  };
+  std::vector<ThroughputPoint> points;
+  std::set<std::string> names;
+  for (const PlannedRun& p : plan) {
+    const RunConfig& c = p.config;
+    const int procs = g.procs_per_run > 0 ? g.procs_per_run : default_procs_per_run(c.workers, session.size());
+    if (procs > session.size() || c.workers % procs != 0) {
+      throw ConfigError("procs_per_run", std::to_string(procs),
+                        "must divide workers (" + std::to_string(c.workers) + ") and be at most the " +
+                            std::to_string(session.size()) + " processes of the job");
+    }
+    const std::int64_t sync = c.sync_period;
+    std::string point = workload + "/workers:" + std::to_string(c.workers) + "/batch:" + std::to_string(c.batch_size) +
+                        "/sync:" + (sync == kNever ? std::string("never") : std::to_string(sync));
+    KeyValues params = {{"workers", std::int64_t(c.workers)},
+                        {"batch_size", c.batch_size},
+                        {"sync_period", sync},
+                        {"procs", std::int64_t(procs)},
+                        {"device", device.str()}};
+    for (const std::string& k : swept) {
+      if (neutral.count(k) || k == "workers" || k == "batch_size" || k == "sync_period") continue;
+      const auto v = std::find_if(p.values.begin(), p.values.end(), [&](const auto& kv) { return kv.first == k; });
+      const auto typed =
+          std::find_if(p.key_values.begin(), p.key_values.end(), [&](const auto& kv) { return kv.first == k; });
+      if (v == p.values.end()) continue;
+      point += "/" + k + ":" + v->second;
+      if (typed != p.key_values.end()) params.push_back(*typed);
+    }
+    point += "/procs:" + std::to_string(procs) + "/device:" + device.str();
+    if (!names.insert(point).second) continue;
+    auto state = std::make_shared<State>();
+    std::vector<int> ranks(static_cast<std::size_t>(procs));
+    for (int r = 0; r < procs; ++r) ranks[std::size_t(r)] = r;
+    const TrainingData* d = &data.at(c.dataset);
+    const int tag = int(points.size());
+    ThroughputPoint tp;
+    tp.name = point;
+    tp.params = std::move(params);
+    tp.steps_per_period = sync >= 1 ? sync : 1;
+    tp.workers = c.workers;
+    tp.procs = procs;
+    tp.member = session.rank() < procs;
+    tp.setup = [state, c, factory = p.factory, d, ranks, tag] {
+      state->comm = std::make_unique<RunComm>(ranks, c.workers, tag);
+      state->trainer = std::make_unique<Trainer>(c, factory, *d, *state->comm->comm);
+    };
+    tp.run = [state, c](std::int64_t steps) {
+      Trainer& t = *state->trainer;
+      const double comm0 = t.comm_seconds();
+      const std::int64_t bytes0 = t.comm_bytes();
+      const auto t0 = Clock::now();
+      for (std::int64_t i = 0; i < steps; ++i) t.step();
+      PeriodSample s;
+      s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      s.comm_seconds = t.comm_seconds() - comm0;
+      s.bytes = t.comm_bytes() - bytes0;
+      s.samples = steps * c.workers * c.batch_size;
+      return s;
+    };
+    tp.teardown = [state] {
+      state->trainer.reset();
+      state->comm.reset();
+    };
+    points.push_back(std::move(tp));
+  }
+  ThroughputOptions o;
+  o.warmup_steps = g.warmup_steps;
+  o.iterations = g.iterations > 0 ? g.iterations : session.size() > 1 ? 10 : 0;
+  o.study = study;
+  o.workload = workload;
+  o.quiet = g.quiet;
+  const bool lead = session.rank() == 0;
+  if (!study_dir.empty() && lead) {
+    std::error_code ec;
+    fs::create_directories(study_dir, ec);
+    if (ec) throw UsageError(study_dir + ": cannot create the results folder (" + ec.message() + ")");
+    o.hdf5_path = (fs::path(study_dir) / "throughput.h5").string();
+  }
+  if (lead && !g.quiet) {
+    print_header(prog);
+    std::printf("# throughput: %zu benchmark(s) on %d process(es); timed: one sync period per iteration, the "
+                "slowest process's time (docs/performance.md)\n", points.size(), session.size());
+    std::fflush(stdout);
+  }
+  return run_throughput(std::move(points), o, lead, [&session](double v) { return session.max(v); }, flags);
+}
+
 int workload_main(int argc, char** argv, const Workload& workload) {
   const std::string prog = "dpstudy-" + workload.name;
   const Session session;  // MPI, when launched by mpirun or srun
@@ -306,6 +411,13 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         "also every this many steps (0: not by steps)")(
         "procs_per_run", po::value(&g.procs_per_run)->default_value(0),
         "under mpirun: processes per run (0: the largest power of two <= min(workers, processes) dividing workers)");
+    po::options_description speed("Throughput mode (docs/performance.md); Google Benchmark's --benchmark_* flags apply");
+    speed.add_options()("mode", po::value(&g.mode)->default_value("train"),
+                        "train: run the study; throughput: time training steps per sweep point with Google Benchmark")(
+        "warmup_steps", po::value(&g.warmup_steps)->default_value(0),
+        "throughput: untimed steps before timing (0: one sync period)")(
+        "iterations", po::value(&g.iterations)->default_value(0),
+        "throughput: timed periods per benchmark (0: Google Benchmark decides; 10 under MPI)");
 
     // Every run and model key, as text: a study gives lists, resolved per run below.
     std::vector<std::string> keys;
@@ -327,13 +439,19 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         "search_weight_decay", po::value<std::string>(), "LOW:HIGH, log scale")(
         "search_lr_decay_steps", po::value<std::string>(), "LOW:HIGH, whole steps");
     po::options_description cli;
-    cli.add(general).add(study).add(search).add(raw);
+    cli.add(general).add(study).add(search).add(speed).add(raw);
+    // Google Benchmark's own flags go to it, untouched (throughput mode).
+    std::vector<std::string> cli_args, benchmark_flags;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      (a.rfind("--benchmark_", 0) == 0 ? benchmark_flags : cli_args).push_back(a);
+    }
     po::variables_map vm;
     try {
-      po::store(po::parse_command_line(argc, argv, cli), vm);
+      po::store(po::command_line_parser(cli_args).options(cli).run(), vm);
     } catch (const po::unknown_option& e) {
       std::vector<std::string> all = keys;
-      for (const po::options_description* d : std::vector<const po::options_description*>{&general, &study, &search}) {
+      for (const po::options_description* d : std::vector<const po::options_description*>{&general, &study, &search, &speed}) {
         for (const auto& opt : d->options()) all.push_back(opt->long_name());
       }
       std::string bad = e.get_option_name();
@@ -348,11 +466,15 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     if (vm.count("help")) {
       po::options_description all(prog + " [--key value]...: " + workload.summary);
-      all.add(general).add(study).add(search).add(run_help.description()).add(model_help);
+      all.add(general).add(study).add(search).add(speed).add(run_help.description()).add(model_help);
       std::cout << all << "\nDefinitions and formulas: docs/engine.md; studies: docs/studies.md\n";
       return 0;
     }
     po::notify(vm);
+    if (g.mode != "train" && g.mode != "throughput") throw ConfigError("mode", g.mode, "is not one of: train, throughput");
+    if (!benchmark_flags.empty() && g.mode != "throughput") {
+      throw UsageError("'" + benchmark_flags.front() + "' is a Google Benchmark flag: it needs --mode throughput");
+    }
 
     // Study file first, then the command line on top.
     std::vector<std::string> study_keys = keys;
@@ -534,6 +656,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                               std::to_string(global) + " exceeds the " + std::to_string(n) + " training samples");
       }
       p.cost = (n / global) * p.config.epochs * global;
+    }
+
+    if (g.mode == "throughput") {
+      return throughput_mode(plan, data, swept, g, session, workload.name, prog, name, study_mode ? study_dir : "",
+                             device, benchmark_flags);
     }
 
     const int verbosity = g.quiet ? 0 : g.verbose ? 2 : 1;

@@ -47,6 +47,8 @@ class Session {
   void barrier() const;
   // Broadcasts from world rank 0.
   void broadcast(std::vector<std::int64_t>& values) const;
+  // The largest of the values the processes pass (MPI_MAX over the world).
+  double max(double value) const;
 
  private:
   bool active_ = false;

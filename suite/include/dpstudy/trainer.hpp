@@ -67,6 +67,9 @@ class Trainer {
   const std::vector<std::int64_t>& validation_indices() const { return val_idx_; }
   // Runs one step; returns the mean minibatch loss over the workers.
   double step();
+  // Wall time spent averaging, and bytes averaged per worker, since the run began.
+  double comm_seconds() const { return comm_s_; }
+  std::int64_t comm_bytes() const { return comm_bytes_; }
 
  private:
   struct Evaluation {

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""--mode throughput: one Google Benchmark benchmark per distinct sweep point,
+its counters, Google Benchmark's own flags, the HDF5 table, MPI, bad input.
+
+usage: test_throughput.py WORKLOAD_EXE DPSTUDY_DATA [MPIEXEC]
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+
+EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
+MPIEXEC = sys.argv[3] if len(sys.argv) > 3 else ""
+
+
+class Throughput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-throughput-test-")
+        cls.data = os.path.join(cls.tmp, "data")
+        subprocess.run([DATA_TOOL, "make-fixtures", cls.data, "--train", "600", "--test", "50"], check=True,
+                       stdout=subprocess.DEVNULL)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_exe(self, *args, mpi=0):
+        cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--threads", "1", "--batch_size", "10",
+               "--mode", "throughput", *args]
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        if mpi:
+            cmd = [MPIEXEC, "-np", str(mpi), "--oversubscribe", *cmd]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+
+    def json_of(self, r):
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return json.loads(r.stdout[r.stdout.index("{"):])["benchmarks"]
+
+    def test_one_benchmark_per_point_with_counters_and_an_hdf5_table(self):
+        out = os.path.join(self.tmp, "single")
+        r = self.run_exe("--workers", "1,2", "--sync_period", "1,4", "--seeds", "2", "--iterations", "3",
+                         "--output", out, "--name", "tp", "--quiet", "--benchmark_format=json")
+        runs = self.json_of(r)
+        names = [b["run_name"] for b in runs]
+        # Seeds do not change the work of a step: 4 points, not 8.
+        self.assertEqual(names, ["mlp-mnist/workers:1/batch:10/sync:1/procs:1/device:cpu/iterations:3/manual_time",
+                                 "mlp-mnist/workers:1/batch:10/sync:4/procs:1/device:cpu/iterations:3/manual_time",
+                                 "mlp-mnist/workers:2/batch:10/sync:1/procs:1/device:cpu/iterations:3/manual_time",
+                                 "mlp-mnist/workers:2/batch:10/sync:4/procs:1/device:cpu/iterations:3/manual_time"])
+        for b in runs:
+            self.assertEqual(b["iterations"], 3)
+            self.assertGreater(b["samples_per_s"], 0)
+            self.assertTrue(0 <= b["comm_fraction"] < 1)
+        by = {b["run_name"].split("/procs")[0]: b for b in runs}
+        w2s4 = by["mlp-mnist/workers:2/batch:10/sync:4"]
+        # A period is H = 4 steps of 2 x 10 samples: samples/s = 20 x steps/s.
+        self.assertAlmostEqual(w2s4["samples_per_s"], 20 * w2s4["steps_per_s"], delta=1e-6 * w2s4["samples_per_s"])
+        self.assertAlmostEqual(w2s4["bus_bytes_per_s"], w2s4["alg_bytes_per_s"] * 2 * (2 - 1) / 2, delta=1)
+        self.assertGreater(by["mlp-mnist/workers:2/batch:10/sync:1"]["alg_bytes_per_s"], 0)
+        self.assertEqual(by["mlp-mnist/workers:1/batch:10/sync:1"]["alg_bytes_per_s"], 0)
+        with h5py.File(os.path.join(out, "tp", "throughput.h5"), "r") as f:
+            self.assertEqual(f.attrs["schema"], "dpstudy.throughput/1")
+            t = f["throughput"]
+            self.assertEqual(list(t["workers"][()]), [1, 1, 2, 2])
+            self.assertEqual(list(t["sync_period"][()]), [1, 4, 1, 4])
+            self.assertEqual(t["samples_per_s"].attrs["units"], "samples/s")
+            for i, b in enumerate(runs):
+                self.assertAlmostEqual(t["samples_per_s"][i], b["samples_per_s"], delta=1e-6 * b["samples_per_s"])
+                self.assertAlmostEqual(t["time_per_period_s"][i] * 1e3, b["real_time"], delta=1e-6 * b["real_time"])
+
+    def test_google_benchmark_flags_filter_repeat_and_write_json(self):
+        out = os.path.join(self.tmp, "flags")
+        json_out = os.path.join(self.tmp, "gb.json")
+        r = self.run_exe("--workers", "1,2", "--iterations", "2", "--output", out, "--name", "tp", "--quiet",
+                         "--benchmark_filter=workers:2", "--benchmark_repetitions=3",
+                         "--benchmark_report_aggregates_only=true", f"--benchmark_out={json_out}")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(json_out) as f:
+            runs = json.load(f)["benchmarks"]
+        self.assertEqual(sorted({b["aggregate_name"] for b in runs}), ["cv", "mean", "median", "stddev"])
+        self.assertTrue(all("workers:2" in b["name"] for b in runs))
+        with h5py.File(os.path.join(out, "tp", "throughput.h5"), "r") as f:
+            t = f["throughput"]
+            self.assertEqual(sorted(t["aggregate"].asstr()[()]), ["cv", "mean", "median", "stddev"])
+            self.assertEqual(set(t["run_type"].asstr()[()]), {"aggregate"})
+
+    @unittest.skipUnless(MPIEXEC, "no mpiexec given")
+    def test_under_mpi_every_point_reports_once_on_the_lead_process(self):
+        r = self.run_exe("--workers", "1,2", "--sync_period", "1,2", "--quiet", "--benchmark_format=json", mpi=2)
+        runs = self.json_of(r)
+        self.assertEqual([b["run_name"].split("/iterations")[0] for b in runs],
+                         ["mlp-mnist/workers:1/batch:10/sync:1/procs:1/device:cpu",
+                          "mlp-mnist/workers:1/batch:10/sync:2/procs:1/device:cpu",
+                          "mlp-mnist/workers:2/batch:10/sync:1/procs:2/device:cpu",
+                          "mlp-mnist/workers:2/batch:10/sync:2/procs:2/device:cpu"])
+        self.assertTrue(all(b["iterations"] == 10 for b in runs))  # fixed under MPI
+        self.assertEqual(r.stdout.count('"benchmarks"'), 1)  # the lead process reports alone
+
+    def test_bad_input(self):
+        r = subprocess.run([EXE, "--benchmark_filter=x"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("'--benchmark_filter=x' is a Google Benchmark flag: it needs --mode throughput", r.stderr)
+        r = subprocess.run([EXE, "--mode", "fast"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--mode: 'fast' is not one of: train, throughput", r.stderr)
+        r = self.run_exe("--benchmark_colour=false")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unrecognised Google Benchmark flag '--benchmark_colour=false'", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
