@@ -2,7 +2,7 @@
 """--mode throughput: one Google Benchmark benchmark per distinct sweep point,
 its counters, Google Benchmark's own flags, the HDF5 table, MPI, bad input.
 
-usage: test_throughput.py WORKLOAD_EXE DPSTUDY_DATA [MPIEXEC]
+usage: test_throughput.py WORKLOAD_EXE DPSTUDY_DATA DPSTUDY_ANALYZE [MPIEXEC]
 """
 import json
 import os
@@ -14,8 +14,8 @@ import unittest
 
 import h5py
 
-EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
-MPIEXEC = sys.argv[3] if len(sys.argv) > 3 else ""
+EXE, DATA_TOOL, ANALYZE = sys.argv[1], sys.argv[2], sys.argv[3]
+MPIEXEC = sys.argv[4] if len(sys.argv) > 4 else ""
 
 
 class Throughput(unittest.TestCase):
@@ -89,6 +89,30 @@ class Throughput(unittest.TestCase):
             t = f["throughput"]
             self.assertEqual(sorted(t["aggregate"].asstr()[()]), ["cv", "mean", "median", "stddev"])
             self.assertEqual(set(t["run_type"].asstr()[()]), {"aggregate"})
+
+    def test_analyze_estimates_time_to_result_from_steps_and_steps_per_second(self):
+        out = os.path.join(self.tmp, "ttr")
+        study = ["--batch_size", "10,20", "--eval_every", "5", "--goal_error", "0.5", "--epochs", "2",
+                 "--output", out, "--name", "ttr", "--quiet"]
+        base = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--threads", "1", *study]
+        for mode in (["--mode", "train"], ["--mode", "throughput", "--iterations", "3"]):
+            r = subprocess.run(base + mode, capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = subprocess.run([ANALYZE, "steps-to-result", os.path.join(out, "ttr"), "--target", "0.5", "--format",
+                            "csv", "--throughput", os.path.join(out, "ttr", "throughput.h5")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = [line.split(",") for line in r.stdout.splitlines() if line and not line.startswith("#")]
+        head = rows[0]
+        self.assertIn("steps/s", head)
+        with h5py.File(os.path.join(out, "ttr", "throughput.h5"), "r") as f:
+            speed = dict(zip(f["throughput"]["batch_size"][()], f["throughput"]["steps_per_s"][()]))
+        for row in rows[1:]:
+            cell = dict(zip(head, row))
+            sps = speed[int(cell["batch_size"])]
+            self.assertAlmostEqual(float(cell["steps/s"]), sps, delta=1e-3 * sps)
+            self.assertAlmostEqual(float(cell["est. time to result (s)"]), float(cell["best (steps)"]) / sps,
+                                   delta=1e-3 * float(cell["best (steps)"]) / sps)
 
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
     def test_under_mpi_every_point_reports_once_on_the_lead_process(self):

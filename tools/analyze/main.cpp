@@ -12,6 +12,7 @@
 
 #include "data.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/hdf5.hpp"
 #include "dpstudy/metrics.hpp"
 #include "dpstudy/stats.hpp"
 #include "report.hpp"
@@ -24,7 +25,7 @@ namespace {
 
 struct Options {
   std::string command, metric = "final_test_accuracy", factor, baseline, format = "table", series = "test_accuracy",
-                       x = "step", output, kind = "summary";
+                       x = "step", output, kind = "summary", throughput;
   std::vector<std::string> dirs, where, by, within;
   bool include_diverged = false;
   double effect = 0, target = std::nan(""), alpha = 0.05, power = 0.8;
@@ -368,8 +369,80 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o) {
   return out;
 }
 
+// Training steps per second per sweep point, from a throughput mode table
+// (<study>/throughput.h5, docs/performance.md): the rows of one group are those
+// whose columns equal the group's --by values and the --where values they have.
+struct Speed {
+  std::vector<std::string> benchmark;
+  std::map<std::string, std::vector<std::string>> columns;  // as text, to compare with index values
+  std::vector<double> steps_per_s;
+  std::vector<std::string> run_type, aggregate;
+};
+
+Speed read_speed(const std::string& path) {
+  const h5::File f = h5::File::open_read(path);
+  if (!f.root().has("throughput")) throw DataError(path, "no /throughput group (it is written by --mode throughput)");
+  const h5::Group t = f.root().open_group("throughput");
+  Speed s;
+  s.benchmark = t.read_strings("benchmark");
+  s.steps_per_s = t.read_doubles("steps_per_s");
+  s.run_type = t.read_strings("run_type");
+  s.aggregate = t.read_strings("aggregate");
+  for (const std::string& name : t.members()) {
+    std::vector<std::string> text;
+    const char kind = t.dataset_kind(name);
+    if (kind == 's') {
+      text = t.read_strings(name);
+    } else if (kind == 'i') {
+      for (const auto v : t.read_ints(name)) text.push_back(std::to_string(v));
+    } else {
+      for (const auto v : t.read_doubles(name)) text.push_back(num(v, 17));
+    }
+    s.columns[name] = std::move(text);
+  }
+  return s;
+}
+
+bool same_value(const std::string& a, const std::string& b) {
+  char* ea = nullptr;
+  char* eb = nullptr;
+  const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
+  if (!a.empty() && !b.empty() && *ea == 0 && *eb == 0) return x == y;
+  return a == b;
+}
+
+// Steps/s of the one point matching `keys` = `values` (NaN if none; an error if several).
+double steps_per_s(const Speed& s, const std::vector<std::pair<std::string, std::string>>& match,
+                   const std::string& path) {
+  std::set<std::string> points;
+  double found = std::nan("");
+  for (std::size_t i = 0; i < s.benchmark.size(); ++i) {
+    // Single measurements, or the mean of repetitions.
+    if (!(s.run_type[i] == "iteration" || s.aggregate[i] == "mean")) continue;
+    bool ok = true;
+    for (const auto& [k, v] : match) {
+      const auto c = s.columns.find(k);
+      if (c != s.columns.end() && !same_value(c->second[i], v)) ok = false;
+    }
+    if (!ok) continue;
+    std::string point = s.benchmark[i].substr(0, s.benchmark[i].find("/iterations:"));
+    point = point.substr(0, point.find("/repeats:"));
+    point = point.substr(0, point.find("/manual_time"));
+    if (points.insert(point).second) found = s.steps_per_s[i];
+  }
+  if (points.size() > 1) {
+    std::string list;
+    for (const auto& p : points) list += "\n  " + p;
+    throw UsageError(path + ": " + std::to_string(points.size()) +
+                     " throughput points match one group; narrow them with --where (a key of the point):" + list);
+  }
+  return found;
+}
+
 std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
   const std::vector<Reach> reach = reach_of(r, o);
+  Speed speed;
+  if (!o.throughput.empty()) speed = read_speed(o.throughput);
   Table t;
   t.title = "steps to " + o.series + (o.series.find("loss") != std::string::npos ? " <= " : " >= ") + num(o.target) +
             " (first evaluated step; Shallue et al. 2018)";
@@ -377,6 +450,9 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
   for (const char* h : {"trials", "reached", "fraction", "best (steps)", "median (steps)"}) t.headers.push_back(h);
   const bool scaling = o.by.size() == 1;
   double x0 = std::nan(""), s0 = std::nan("");
+  if (!o.throughput.empty()) {
+    for (const char* h : {"steps/s", "est. time to result (s)"}) t.headers.push_back(h);
+  }
   if (scaling) {
     for (const char* h : {"log2 x", "log2 best", "perfect scaling (steps)", "regime", "best trial lr"}) {
       t.headers.push_back(h);
@@ -397,6 +473,17 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
                                     num(rc.best, 8), num(rc.median, 8)}) {
       row.push_back(cell);
     }
+    if (!o.throughput.empty()) {
+      std::vector<std::pair<std::string, std::string>> match;
+      for (std::size_t k = 0; k < o.by.size(); ++k) match.emplace_back(o.by[k], rc.key_values[k]);
+      for (const std::string& w : o.where) {
+        const auto eq = w.find('=');
+        if (eq != std::string::npos) match.emplace_back(w.substr(0, eq), w.substr(eq + 1));
+      }
+      const double sps = steps_per_s(speed, match, o.throughput);
+      row.push_back(num(sps));
+      row.push_back(num(rc.best / sps));
+    }
     if (scaling) {
       const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
       row.push_back(num(std::log2(x)));
@@ -408,6 +495,10 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
       prev_s = rc.best;
     }
     t.rows.push_back(row);
+  }
+  if (!o.throughput.empty()) {
+    t.notes.push_back("est. time to result = best steps / steps per second measured by --mode throughput (" +
+                      o.throughput + "); evaluation time not included");
   }
   if (scaling) {
     t.notes.push_back("perfect scaling: steps halve when " + o.by[0] + " doubles, from the first group that reaches the target");
@@ -518,7 +609,7 @@ commands:
                    Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed), Holm, Hedges' g
   power            --factor K [--within ...] [--baseline L] [--effect D]: detectable effect, seeds needed
   curves           [--by K] [--series S] [--x step|epoch|samples|time_s]: mean curves with 95 % bands
-  steps-to-result  --target T [--by batch_size] [--series S]: first evaluated step reaching T
+  steps-to-result  --target T [--by batch_size] [--series S] [--throughput F]: first evaluated step reaching T
   plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command)
 
 metrics: any numeric index column (final_test_accuracy, best_test_accuracy, wall_time_s, ...) or an
@@ -547,6 +638,8 @@ int main(int argc, char** argv) {
         "series", po::value(&o.series)->default_value(o.series), "curves / steps-to-result: eval series")(
         "x", po::value(&o.x)->default_value(o.x), "curves: step, epoch, samples or time_s")(
         "target", po::value(&o.target), "steps-to-result: the goal value of the series")(
+        "throughput", po::value(&o.throughput),
+        "steps-to-result: a throughput.h5 of --mode throughput; adds steps/s and the estimated time to result")(
         "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, steps or best_lr")(
         "output", po::value(&o.output), "plot: the PNG or SVG file to write");
     po::options_description hidden;
