@@ -50,7 +50,7 @@ SlurmctldHost={host}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket={self.path('munge', 'munge.socket')}
+AuthInfo=socket={self.path('munge', 'munge.socket')},cred_expire=10
 CredType=cred/munge
 MpiDefault=none
 ProctrackType=proctrack/linuxproc
@@ -151,6 +151,17 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
                 return state
             time.sleep(0.5)
         raise TimeoutError(f"job {job} still {state} after {timeout} s")
+
+    def log_tail(self, lines=40):
+        """The end of the daemons' logs, for a failure message."""
+        out = []
+        for name in ("slurmctld.log", "slurmd.log"):
+            try:
+                with open(self.path("log", name)) as f:
+                    out.append(f"\n--- {name} ---\n" + "".join(f.readlines()[-lines:]))
+            except OSError:
+                pass
+        return "".join(out)
 
     def __enter__(self):
         try:

@@ -157,12 +157,13 @@ class OnOneNodeCluster(Workspace):
             while cluster.job_state(job) != "PENDING" and time.time() < end:
                 time.sleep(0.1)
             self.assertEqual(cluster.job_state(job), "PENDING")
-            # Slurm holds a requeued job back for a while (BeginTime); let it start now.
-            cluster.run("scontrol", "update", f"jobid={job}", "starttime=now")
+            # Slurm holds a requeued job back until the old job's credential has
+            # expired (cred_expire, 120 s by default; 10 s in the test cluster):
+            # starting it earlier fails it with "Job credential revoked".
             state = cluster.wait(job, timeout=300)
             with open(log) as f:
                 text = f.read()
-            self.assertEqual(state, "COMPLETED", text)
+            self.assertEqual(state, "COMPLETED", text + cluster.log_tail())
 
         self.assertIn(f"job {job} restart 0 on", text)
         self.assertIn("time limit near: requeueing job", text)
