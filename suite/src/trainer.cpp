@@ -189,18 +189,35 @@ double Trainer::step() {
   last_worker_loss_ = comm_.all_workers(local_loss);
   double loss_sum = 0;
   for (double l : last_worker_loss_) loss_sum += l;
+  // Identical replicas that apply the same mean gradient stay identical: update
+  // the first and copy its parameters and momentum to the others, which moves
+  // far less memory than W optimiser updates (docs/performance.md). The bits
+  // are the same either way.
+  const bool update_once = synchronous && identical_ && replicas_.size() > 1;
   if (synchronous && c.workers > 1) {
     const auto t0 = Clock::now();
     comm_.mean(grads_, 0, c.workers, mean_);
-    for (auto& g : grads_) g.copy_(mean_);
+    if (update_once) {
+      grads_[0].copy_(mean_);
+    } else {
+      for (auto& g : grads_) g.copy_(mean_);
+    }
     comm_bytes_ += mean_.numel() * std::int64_t(mean_.element_size());
     comm_s_ += seconds_since(t0);
   }
-  for (auto& r : replicas_) {
-    sgd_step(*r, sgd_, lr);
+  for (std::size_t i = 0; i < (update_once ? 1 : replicas_.size()); ++i) {
+    Replica& r = *replicas_[i];
+    sgd_step(r, sgd_, lr);
     if (mask_.defined()) {  // pruned weights stay exactly zero, and so does their momentum
-      r->params().mul_(mask_);
-      r->momentum().mul_(mask_);
+      r.params().mul_(mask_);
+      r.momentum().mul_(mask_);
+    }
+  }
+  if (update_once) {
+    const bool momentum = sgd_.kind != OptimizerKind::sgd && sgd_.momentum != 0;
+    for (std::size_t i = 1; i < replicas_.size(); ++i) {
+      replicas_[i]->params().copy_(replicas_[0]->params());
+      if (momentum || mask_.defined()) replicas_[i]->momentum().copy_(replicas_[0]->momentum());
     }
   }
   ++step_;
