@@ -292,6 +292,7 @@ std::vector<Curve> curves_of(const Runs& r, const Options& o) {
     Curve c{g.key_values, {}, {}, {}, {}, {}};
     for (const auto& [x, ys] : at) {
       const stats::Describe d = stats::describe(finite(ys));
+      if (d.n == 0) continue;  // no run has a value here (e.g. test_every skipped the test split)
       c.x.push_back(x);
       c.mean.push_back(d.mean);
       c.lo.push_back(std::isnan(d.ci_low) ? d.mean : d.ci_low);
