@@ -326,7 +326,6 @@ int throughput_mode(const std::vector<PlannedRun>& plan, const std::map<std::str
     tp.params = std::move(params);
     tp.steps_per_period = sync >= 1 ? sync : 1;
     tp.workers = c.workers;
-    tp.procs = procs;
     tp.member = session.rank() < procs;
     tp.setup = [state, c, factory = p.factory, d, ranks, tag] {
       state->comm = std::make_unique<RunComm>(ranks, c.workers, tag);

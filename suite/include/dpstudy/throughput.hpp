@@ -23,10 +23,10 @@ struct PeriodSample {
 // A sweep point as its benchmark sees it. Every process registers every point;
 // those that are not `member` of its run wait for the others in each iteration.
 struct ThroughputPoint {
-  std::string name;                   // mlp_mnist/workers:4/batch:128/sync:8/procs:1/device:cpu
+  std::string name;                   // mlp-mnist/workers:4/batch:128/sync:8/procs:1/device:cpu
   KeyValues params;                   // the same, typed, for the HDF5 table
   std::int64_t steps_per_period = 1;  // H: a period is H steps and the averaging that ends them
-  int workers = 1, procs = 1;
+  int workers = 1;
   bool member = true;
   std::function<void()> setup;                          // builds the run (collective over its processes)
   std::function<PeriodSample(std::int64_t steps)> run;  // runs `steps` steps
