@@ -273,6 +273,25 @@ int fail(const Session& session, const std::string& prog, const std::string& run
 
 }  // namespace
 
+// The processes a run takes (--procs_per_run, or the default), checked against
+// the job and the run's worker groups.
+int procs_for_run(const RunConfig& c, int requested, int world) {
+  const int w = c.workers;
+  const int p = requested > 0 ? requested : default_procs_per_run(w, world);
+  if (p > world || w % p != 0) {
+    throw ConfigError("procs_per_run", std::to_string(p),
+                      "must divide workers (" + std::to_string(w) + ") and be at most the " + std::to_string(world) +
+                          " processes of the job");
+  }
+  const int per_process = w / p, group = c.group_size;
+  if (group > 1 && per_process % group != 0 && group % per_process != 0) {
+    throw ConfigError("group_size", std::to_string(group),
+                      "must divide, or be a multiple of, the workers per process (" + std::to_string(w) + " / " +
+                          std::to_string(p) + " processes = " + std::to_string(per_process) + ")");
+  }
+  return p;
+}
+
 // --mode throughput: one Google Benchmark benchmark per distinct sweep point
 // (axes that do not change the work of a step, such as seeds and learning
 // rates, are left out of the points). Each point's run occupies processes
@@ -291,12 +310,7 @@ int throughput_mode(const std::vector<PlannedRun>& plan, const std::map<std::str
   std::set<std::string> names;
   for (const PlannedRun& p : plan) {
     const RunConfig& c = p.config;
-    const int procs = g.procs_per_run > 0 ? g.procs_per_run : default_procs_per_run(c.workers, session.size());
-    if (procs > session.size() || c.workers % procs != 0) {
-      throw ConfigError("procs_per_run", std::to_string(procs),
-                        "must divide workers (" + std::to_string(c.workers) + ") and be at most the " +
-                            std::to_string(session.size()) + " processes of the job");
-    }
+    const int procs = procs_for_run(c, g.procs_per_run, session.size());
     const std::int64_t sync = c.sync_period;
     std::string point = workload + "/workers:" + std::to_string(c.workers) + "/batch:" + std::to_string(c.batch_size) +
                         "/sync:" + (sync == kNever ? std::string("never") : std::to_string(sync));
@@ -471,6 +485,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     po::notify(vm);
     if (g.mode != "train" && g.mode != "throughput") throw ConfigError("mode", g.mode, "is not one of: train, throughput");
+    if (g.mode == "throughput" && g.dry_run) {
+      throw UsageError("--dry_run does nothing in throughput mode: list its benchmarks with --benchmark_list_tests=true");
+    }
+    if (g.warmup_steps < 0) throw ConfigError("warmup_steps", std::to_string(g.warmup_steps), "must be >= 0");
+    if (g.iterations < 0) throw ConfigError("iterations", std::to_string(g.iterations), "must be >= 0");
     if (!benchmark_flags.empty() && g.mode != "throughput") {
       throw UsageError("'" + benchmark_flags.front() + "' is a Google Benchmark flag: it needs --mode throughput");
     }
@@ -718,19 +737,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     std::vector<double> costs;
     std::vector<int> procs;
     for (std::size_t i = 0; i < plan.size(); ++i) {
-      const int w = plan[i].config.workers;
-      const int p = g.procs_per_run > 0 ? g.procs_per_run : default_procs_per_run(w, session.size());
-      if (p > session.size() || w % p != 0) {
-        throw ConfigError("procs_per_run", std::to_string(p),
-                          "must divide workers (" + std::to_string(w) + ") and be at most the " +
-                              std::to_string(session.size()) + " processes of the job");
-      }
-      const int per_process = w / p, group = plan[i].config.group_size;
-      if (group > 1 && per_process % group != 0 && group % per_process != 0) {
-        throw ConfigError("group_size", std::to_string(group),
-                          "must divide, or be a multiple of, the workers per process (" + std::to_string(w) + " / " +
-                              std::to_string(p) + " processes = " + std::to_string(per_process) + ")");
-      }
+      const int p = procs_for_run(plan[i].config, g.procs_per_run, session.size());
       if (!to_run(i)) continue;
       todo.push_back(i);
       costs.push_back(double(plan[i].cost));
