@@ -71,8 +71,18 @@ class ResNet(unittest.TestCase):
         self.assertIn("--depth: '21' is not 6n+2", out)
         out = self.run_exe("--model", "resnet50", status=2)
         self.assertIn("--model: 'resnet50' is not one of: cifar-resnet, resnet18", out)
-        out = self.run_exe("--device", "cuda", status=2)
-        self.assertIn("--device: 'cuda' is not available", out)
+        version = subprocess.run([EXE, "--version"], capture_output=True, text=True).stdout
+        if "cuda off" in version:
+            out = self.run_exe("--device", "cuda", status=2)
+            self.assertIn("--device: 'cuda' is not available: this dpstudy was built with DPSTUDY_WITH_CUDA=OFF", out)
+        else:  # a CUDA build refuses only where no GPU is visible (test_gpu.py covers the GPU)
+            r = subprocess.run([EXE, "--data_dir", self.tiny, "--device", "cuda", "--depth", "8", "--batch_size", "8",
+                                "--epochs", "1", "--quiet", "--output", os.path.join(self.tmp, "cuda-probe")],
+                               capture_output=True, text=True, env=ENV, timeout=600)
+            if r.returncode != 0:
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertIn("--device: 'cuda' is not available: this LibTorch has no CUDA support or no GPU",
+                              r.stdout + r.stderr)
         broken = os.path.join(self.tmp, "broken")
         shutil.copytree(self.small, broken)
         os.remove(os.path.join(broken, "cifar10", "test_batch.bin"))

@@ -32,7 +32,7 @@ class Throughput(unittest.TestCase):
 
     def run_exe(self, *args, mpi=0):
         cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--threads", "1", "--batch_size", "10",
-               "--mode", "throughput", *args]
+               "--mode", "throughput", "--device", "cpu", *args]  # names below say device:cpu, also on a GPU machine
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         if mpi:
             cmd = [MPIEXEC, "-np", str(mpi), "--oversubscribe", *cmd]
