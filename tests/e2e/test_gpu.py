@@ -88,7 +88,7 @@ class Gpu(unittest.TestCase):
                 losses[device] = f["train"]["loss"][()]
         # Same data, same initial weights, other kernels: the first step's loss agrees
         # closely, later ones drift apart slowly.
-        self.assertAlmostEqual(float(losses["cuda"][0]), float(losses["cpu"][0]), places=3)
+        self.assertAlmostEqual(float(losses["cuda"][0]), float(losses["cpu"][0]), places=2)
         self.assertLess(abs(float(losses["cuda"][-1]) - float(losses["cpu"][-1])), 0.5)
 
 
