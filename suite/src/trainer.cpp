@@ -76,7 +76,8 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
   }
 
   std::vector<std::int64_t> labels(train_idx_.size());
-  const std::int64_t* y = data_.train_y.data_ptr<std::int64_t>();
+  const at::Tensor labels_host = data_.train_y.to(at::kCPU);  // no copy on the CPU
+  const std::int64_t* y = labels_host.data_ptr<std::int64_t>();
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = y[train_idx_[i]];
   shards_ = assign_shards(n, labels.data(), assignment_spec(c));
   assignment_ = assignment_stats(n, shards_);
@@ -101,7 +102,10 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
     replicas_.back()->copy_weights_from(*eval_);
     const int worker = first + i;
     samplers_.emplace_back(shard_of(worker), c.seed, worker);
-    batch_idx_.push_back(at::empty({c.batch_size}, at::kLong));
+    // On a GPU the host indices are pinned and copied without waiting; step()
+    // waits once, for the losses, before the sampler writes them again.
+    batch_idx_.push_back(device.is_cpu() ? at::empty({c.batch_size}, at::kLong)
+                                         : at::empty({c.batch_size}, at::kLong).pin_memory());
     batch_idx_device_.push_back(device.is_cpu() ? batch_idx_.back()
                                                 : at::empty({c.batch_size}, at::TensorOptions(at::kLong).device(device)));
     if (c.augment == Augmentation::crop_flip) {
@@ -168,10 +172,10 @@ double Trainer::step() {
   const std::int64_t t = step_;
   const double lr = lr_->at(t);
   const bool synchronous = c.sync_period == 1 || t / steps_per_epoch_ < c.local_sgd_from_epoch;
-  std::vector<double> local_loss(replicas_.size());
+  std::vector<at::Tensor> losses(replicas_.size());
   for (std::size_t w = 0; w < replicas_.size(); ++w) {
     samplers_[w].next(batch_idx_[w].data_ptr<std::int64_t>(), c.batch_size);
-    if (!batch_idx_device_[w].is_same(batch_idx_[w])) batch_idx_device_[w].copy_(batch_idx_[w]);
+    if (!batch_idx_device_[w].is_same(batch_idx_[w])) batch_idx_device_[w].copy_(batch_idx_[w], /*non_blocking=*/true);
     at::index_select_out(batch_x_[w], data_.train_x, 0, batch_idx_device_[w]);
     at::index_select_out(batch_y_[w], data_.train_y, 0, batch_idx_device_[w]);
     const at::Tensor* input = &batch_x_[w];
@@ -183,8 +187,13 @@ double Trainer::step() {
     r.grads().zero_();
     at::Tensor loss = at::cross_entropy_loss(r.model().forward(*input), batch_y_[w]);
     loss.backward();
-    local_loss[w] = loss.item<double>();
+    losses[w] = loss.detach();
   }
+  // One transfer for all local losses (float to double is exact): on a GPU the
+  // only wait of a step that does not average.
+  const at::Tensor loss_host = at::stack(losses).to(at::kDouble).to(at::kCPU);
+  const double* lp = loss_host.data_ptr<double>();
+  std::vector<double> local_loss(lp, lp + losses.size());
   // Every worker's loss, summed in worker order: the same bits on any layout.
   last_worker_loss_ = comm_.all_workers(local_loss);
   double loss_sum = 0;
