@@ -25,13 +25,21 @@ void tree_sum(const std::vector<at::Tensor>& buffers, int lo, int hi, at::Tensor
   out.add_(upper);  // lower + upper
 }
 
+void divide_by_count(at::Tensor& sum, int count) {
+  if (sum.is_cpu()) {
+    sum.div_(double(count));
+  } else {
+    sum.div_(at::scalar_tensor(double(count), sum.options()));
+  }
+}
+
 void InProcessCommunicator::mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) {
   if (count < 1 || first < 0 || first + count > workers_ || int(local.size()) != workers_) {
     throw Error("InProcessCommunicator::mean: range [" + std::to_string(first) + ", " +
                 std::to_string(first + count) + ") does not fit " + std::to_string(workers_) + " workers");
   }
   tree_sum(local, first, first + count, mean, scratch_);
-  mean.div_(double(count));
+  divide_by_count(mean, count);
 }
 
 }  // namespace dpstudy

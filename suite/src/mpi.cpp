@@ -213,7 +213,7 @@ void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int 
                       "must divide, or be a multiple of, the workers per process (" + std::to_string(local_) + ")");
   }
   tree_sum(local, first - first_, first - first_ + count, out, scratch_);
-  out.div_(double(count));
+  divide_by_count(out, count);
 }
 
 void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::vector<at::Tensor>& local, int count,
@@ -269,7 +269,7 @@ void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::ve
     }
     check(MPI_Bcast(out.data_ptr<float>(), int(n), MPI_FLOAT, 0, comm), "MPI_Bcast");
   }
-  out.div_(double(count));
+  divide_by_count(out, count);
 }
 
 }  // namespace dpstudy

@@ -51,7 +51,8 @@ class Gpu(unittest.TestCase):
 
     def study(self, name, *args, device="cuda", mpi=0, data=None):
         out = os.path.join(self.tmp, name)
-        r = run(["--data_dir", data or self.data, "--device", device, "--depth", "8", "--batch_size", "16",
+        batch = [] if "--batch_size" in args else ["--batch_size", "16"]
+        r = run(["--data_dir", data or self.data, "--device", device, "--depth", "8", *batch,
                  "--quiet", "--output", out, "--name", "s", *args], mpi=mpi)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return os.path.join(out, "s")

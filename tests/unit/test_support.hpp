@@ -1,10 +1,13 @@
 // Helpers shared by the unit tests: scratch folders and hand-made data files.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,7 +20,12 @@ class ScratchDir {
  public:
   ScratchDir() {
     std::string templ = (std::filesystem::temp_directory_path() / "dpstudy-test-XXXXXX").string();
-    path_ = mkdtemp(templ.data());
+    const char* made = mkdtemp(templ.data());
+    if (made == nullptr) {
+      throw std::runtime_error("ScratchDir: cannot create " + templ + ": " + std::strerror(errno) +
+                               " (set TMPDIR to a writable folder)");
+    }
+    path_ = made;
   }
   ~ScratchDir() {
     std::error_code ec;

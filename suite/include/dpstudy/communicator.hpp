@@ -53,4 +53,10 @@ class InProcessCommunicator : public Communicator {
 void tree_sum(const std::vector<at::Tensor>& buffers, int lo, int hi, at::Tensor& out,
               std::vector<at::Tensor>& scratch, int level = 0);
 
+// sum /= count, as IEEE division on every device. LibTorch's CUDA kernel turns a
+// division by a host scalar into a multiplication by its reciprocal, which
+// differs from the CPU's division in the last bit unless count is a power of two;
+// dividing by a tensor on the same device keeps the true division there too.
+void divide_by_count(at::Tensor& sum, int count);
+
 }  // namespace dpstudy
