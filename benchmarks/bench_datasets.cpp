@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dpstudy/dataset.hpp"
+#include "dpstudy/file_io.hpp"
 #include "dpstudy/fixtures.hpp"
 #include "dpstudy/sha256.hpp"
 
@@ -51,8 +52,7 @@ const std::string& fixture_dir(bool gzip) {
     const char* n = std::getenv("DPSTUDY_BENCH_IMAGES");
     write_fixtures(dir, {n ? std::atoll(n) : 60000, 10, 1, gzip});
     std::atexit([] {
-      std::error_code ec;
-      for (const auto& d : dirs) if (!d.empty()) std::filesystem::remove_all(d, ec);
+      for (const auto& d : dirs) if (!d.empty()) remove_tree(d);
     });
   }
   return dir;

@@ -1,5 +1,6 @@
 #include "dpstudy/file_io.hpp"
 
+#include <ftw.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -155,6 +156,17 @@ void OutputFile::close() {
   std::error_code ec;
   std::filesystem::rename(tmp_path_, path_, ec);
   if (ec) throw DataError(path_, "cannot move into place: " + ec.message());
+}
+
+void remove_tree(const std::string& dir) noexcept {
+  // Depth first, without following links: files and links, then their folders.
+  nftw(
+      dir.c_str(),
+      [](const char* path, const struct stat*, int, struct FTW*) {
+        std::remove(path);  // quietly: what cannot be removed stays
+        return 0;
+      },
+      16, FTW_DEPTH | FTW_PHYS);
 }
 
 std::uint32_t read_be32(const std::uint8_t* p) {

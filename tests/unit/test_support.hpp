@@ -28,8 +28,7 @@ class ScratchDir {
     path_ = made;
   }
   ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    remove_tree(path_.string());
   }
   const std::filesystem::path& path() const { return path_; }
   std::string str() const { return path_.string(); }

@@ -71,6 +71,13 @@ class OutputFile {
   void* gz_ = nullptr;
 };
 
+// Deletes a folder and everything under it, quietly (scratch folders of tests
+// and benchmarks). Not std::filesystem::remove_all: LibTorch wheels 2.5 and
+// later export libstdc++'s recursive_directory_iterator from libtorch_cpu.so
+// (pytorch/pytorch#133437), and a program linked against such a wheel can bind
+// to that copy and crash.
+void remove_tree(const std::string& dir) noexcept;
+
 // Helpers for the big-endian integers of the IDX format.
 std::uint32_t read_be32(const std::uint8_t* p);
 void write_be32(std::uint8_t* p, std::uint32_t v);
