@@ -411,7 +411,9 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
         ((checkpoint.every_steps > 0 && step_ % checkpoint.every_steps == 0) ||
          (checkpoint.interval_s > 0 && elapsed() - last_checkpoint_s >= checkpoint.interval_s))) {
       elapsed_before_ += seconds_since(t0);
+      const auto c0 = Clock::now();
       save_checkpoint(checkpoint.path);
+      checkpoint_s_ += seconds_since(c0);
       elapsed_before_ -= seconds_since(t0);
       last_checkpoint_s = elapsed();
     }

@@ -798,6 +798,9 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     session.barrier();
     Output out(verbosity);
+    // Results I/O against training time, as measured in this invocation (lead
+    // process): run files, index rebuilds and checkpoints (docs/performance.md).
+    double training_s = 0, results_io_s = 0;
     out.open_log((fs::path(study_dir) / "log.txt").string());
     if (lead) {
       out.line("# study " + name + ": " + std::to_string(plan.size()) + " runs, " + std::to_string(complete) +
@@ -879,6 +882,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       rec.result = trainer->run(&progress, policy);
       rec.finished_utc = utc_now();
       if (leader) {
+        const auto io0 = Clock::now();
         rec.provenance = provenance(argc, argv, d, nprocs, g.deterministic);
         write_run_file(file, rec);
         for (int q = 0; q < nprocs; ++q) fs::remove(ckpt_of(q), ec);
@@ -889,6 +893,8 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         o.line(tag + p.id + " " + axes_str + buf);
         std::vector<std::string> skipped;
         rebuild_index(study_dir, name, &skipped);
+        results_io_s += std::chrono::duration<double>(Clock::now() - io0).count() + trainer->checkpoint_seconds();
+        training_s += sm.wall_time_s;
       }
     }
     current_run = "-";
@@ -911,6 +917,12 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       if (vm.count("expect_accuracy") && !(status == "completed" && acc >= g.expect_accuracy)) ++failed_checks;
     }
     out.line("# study " + name + " done: " + std::to_string(indexed) + " runs in " + study_dir + "/index.h5", 0);
+    if (training_s > 0) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "# results I/O: %.3f s (run files, index, checkpoints) for %.3f s of training: %.2f %%",
+                    results_io_s, training_s, 100 * results_io_s / training_s);
+      out.line(buf, 0);
+    }
     if (vm.count("expect_accuracy")) {
       std::printf("# check: %d run(s) below %.4f final test accuracy: %s\n", failed_checks, g.expect_accuracy,
                   failed_checks ? "FAILED" : "ok");

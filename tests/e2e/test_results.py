@@ -5,6 +5,7 @@ and every kind of bad study input.
 usage: test_results.py WORKLOAD_EXE DPSTUDY_DATA
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,16 @@ class Results(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(victim[:-3] + ": run file is corrupt", r.stdout)
         self.assertEqual(r.stdout.count(": starting"), 1)
+        # The results I/O of this invocation: its one run, against its training time.
+        m = re.search(r"# results I/O: ([0-9.]+) s \(run files, index, checkpoints\) for ([0-9.]+) s of training: "
+                      r"([0-9.]+) %", r.stdout)
+        self.assertIsNotNone(m, r.stdout)
+        io_s, train_s, percent = map(float, m.groups())
+        self.assertGreater(io_s, 0)
+        self.assertAlmostEqual(percent, 100 * io_s / max(train_s, 1e-9), delta=0.01 + 0.06 * percent)
+        # Nothing ran: no such line.
+        r = self.run_study("--workers", "1,2", output=out)
+        self.assertNotIn("# results I/O", r.stdout)
         with h5py.File(os.path.join(runs, victim), "r") as f:
             self.assertEqual(f["summary"].attrs["status"], "completed")
 

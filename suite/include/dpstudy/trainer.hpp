@@ -69,6 +69,8 @@ class Trainer {
   double step();
   // Wall time spent averaging, and bytes averaged per worker, since the run began.
   double comm_seconds() const { return comm_s_; }
+  // Time spent writing checkpoints in run() (outside wall_time_s).
+  double checkpoint_seconds() const { return checkpoint_s_; }
   std::int64_t comm_bytes() const { return comm_bytes_; }
 
  private:
@@ -102,7 +104,7 @@ class Trainer {
   std::vector<std::int64_t> train_idx_, val_idx_;
   at::Tensor val_index_;
   bool identical_ = true;
-  double comm_s_ = 0, eval_s_ = 0, last_divergence_ = 0;
+  double comm_s_ = 0, eval_s_ = 0, last_divergence_ = 0, checkpoint_s_ = 0;
   std::int64_t comm_bytes_ = 0;
   std::vector<double> last_worker_loss_;
   RunResult result_;  // the series so far
