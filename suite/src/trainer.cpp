@@ -189,11 +189,16 @@ double Trainer::step() {
     loss.backward();
     losses[w] = loss.detach();
   }
-  // One transfer for all local losses (float to double is exact): on a GPU the
-  // only wait of a step that does not average.
-  const at::Tensor loss_host = at::stack(losses).to(at::kDouble).to(at::kCPU);
-  const double* lp = loss_host.data_ptr<double>();
-  std::vector<double> local_loss(lp, lp + losses.size());
+  // On a GPU one transfer for all local losses, the only wait of a step that
+  // does not average (float to double is exact either way).
+  std::vector<double> local_loss(losses.size());
+  if (losses[0].is_cpu()) {
+    for (std::size_t w = 0; w < losses.size(); ++w) local_loss[w] = losses[w].item<double>();
+  } else {
+    const at::Tensor loss_host = at::stack(losses).to(at::kDouble).to(at::kCPU);
+    const double* lp = loss_host.data_ptr<double>();
+    local_loss.assign(lp, lp + losses.size());
+  }
   // Every worker's loss, summed in worker order: the same bits on any layout.
   last_worker_loss_ = comm_.all_workers(local_loss);
   double loss_sum = 0;
