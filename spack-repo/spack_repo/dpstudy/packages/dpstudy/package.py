@@ -87,4 +87,8 @@ class Dpstudy(CMakePackage, CudaPackage):
             args.append(self.define("MPI_CXX_COMPILER", spec["mpi"].mpicxx))
         if spec.satisfies("+cuda"):
             args.append(self.define("CUDAToolkit_ROOT", spec["cuda"].prefix))
+        if spec.satisfies("+tests"):
+            # The e2e tests run under Spack's Python (py-h5py, py-pandas, py-scipy),
+            # not /usr/bin/python3.
+            args.append(self.define("DPSTUDY_TEST_PYTHON", spec["python"].command.path))
         return args
