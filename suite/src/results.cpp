@@ -238,6 +238,14 @@ RunFileState inspect_run_file(const std::string& path, std::string* detail) {
         return RunFileState::corrupt;
       }
     }
+    // runs/<id>.h5 holds run <id>: a renamed or copied file would be taken for
+    // another run's result (and give the index two rows of one run).
+    const std::string id = root.get_string("run_id");
+    const std::string stem = fs::path(path).stem().string();
+    if (id != stem) {
+      if (detail) *detail = "holds run " + id + ", not " + stem + " (a renamed or copied run file)";
+      return RunFileState::corrupt;
+    }
     root.open_group("train").read_doubles("loss");
     root.open_group("summary").get_string("status");
     return RunFileState::complete;

@@ -112,6 +112,20 @@ class Results(unittest.TestCase):
         with h5py.File(os.path.join(runs, victim), "r") as f:
             self.assertEqual(f["summary"].attrs["status"], "completed")
 
+    def test_a_run_file_under_another_runs_name_is_not_taken_for_it(self):
+        out = os.path.join(self.tmp, "renamed")
+        self.assertEqual(self.run_study("--workers", "1,2", output=out).returncode, 0)
+        runs = os.path.join(out, "mlp-mnist", "runs")
+        first = sorted(os.listdir(runs))[0]
+        shutil.copy(os.path.join(runs, first), os.path.join(runs, "0000000000000000.h5"))
+        r = self.run_study("--workers", "1,2", "--rebuild_index", output=out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("0000000000000000.h5: holds run " + first[:-3] + ", not 0000000000000000 "
+                      "(a renamed or copied run file)", r.stdout + r.stderr)
+        with h5py.File(os.path.join(out, "mlp-mnist", "index.h5"), "r") as f:
+            self.assertEqual(sorted(x.decode() for x in f["index"]["run_id"][()]),
+                             sorted(name[:-3] for name in os.listdir(runs) if name != "0000000000000000.h5"))
+
     def test_results_of_another_schema_are_refused(self):
         out = os.path.join(self.tmp, "schema")
         os.makedirs(os.path.join(out, "old", "runs"))
