@@ -1,6 +1,7 @@
 #include "dpstudy/results.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -257,6 +258,37 @@ RunFileState inspect_run_file(const std::string& path, std::string* detail) {
 
 namespace {
 
+// One attribute of a run file, as the index stores it.
+struct Cell {
+  std::string key;
+  char kind = 'f';  // 'i', 'f', 's'
+  std::int64_t i = 0;
+  double d = 0;
+  std::string s;
+};
+
+void read_cells(const h5::Group& g, const std::vector<std::string>& keys, std::vector<Cell>* out) {
+  for (const auto& key : keys) {
+    Cell c;
+    c.key = key;
+    c.kind = g.attr_kind(key);
+    if (c.kind == 's') {
+      c.s = g.get_string(key);
+    } else if (c.kind == 'i') {
+      c.i = g.get_int(key);
+    } else {
+      c.d = g.get_double(key);
+    }
+    out->push_back(std::move(c));
+  }
+}
+
+std::vector<std::string> attr_names_except(const h5::Group& g, const char* except) {
+  std::vector<std::string> names = g.attr_names();
+  names.erase(std::remove(names.begin(), names.end(), except), names.end());
+  return names;
+}
+
 struct Column {
   char kind = 'f';  // 'i', 'f', 's'
   std::vector<std::int64_t> ints;
@@ -277,39 +309,79 @@ std::string unit_of(const std::string& key) {
   return it == units.end() ? "" : it->second;
 }
 
-// Adds row `row` of attribute `key` of `g` to the column, padding earlier rows.
-void add_cell(std::map<std::string, Column>& cols, std::vector<std::string>& order, const h5::Group& g,
-              const std::string& key, std::size_t row) {
-  auto [it, fresh] = cols.try_emplace(key);
+// Adds `cell` as row `row` of its column, padding earlier rows. A column takes
+// the kind of its first cell; integers meeting a float or a string widen to
+// floats (the string's row is NaN), and a string column prints numbers.
+void add_cell(std::map<std::string, Column>& cols, std::vector<std::string>& order, const Cell& cell,
+              std::size_t row) {
+  auto [it, fresh] = cols.try_emplace(cell.key);
   Column& c = it->second;
   if (fresh) {
-    c.kind = g.attr_kind(key);
-    c.unit = unit_of(key);
-    order.push_back(key);
+    c.kind = cell.kind;
+    c.unit = unit_of(cell.key);
+    order.push_back(cell.key);
   }
-  const char kind = g.attr_kind(key);
-  if (c.kind == 'i' && kind == 'f') {  // a column of integers meets a float: widen
+  if (c.kind == 'i' && cell.kind != 'i') {
     for (auto v : c.ints) c.doubles.push_back(double(v));
     c.ints.clear();
     c.kind = 'f';
   }
+  const double number = cell.kind == 'i' ? double(cell.i) : cell.d;
   if (c.kind == 's') {
     c.strings.resize(row, "");
-    c.strings.push_back(kind == 's' ? g.get_string(key) : std::to_string(g.get_double(key)));
-  } else if (c.kind == 'i' && kind == 'i') {
+    c.strings.push_back(cell.kind == 's' ? cell.s : std::to_string(number));
+  } else if (c.kind == 'i') {
     c.ints.resize(row, 0);
-    c.ints.push_back(g.get_int(key));
+    c.ints.push_back(cell.i);
   } else {
     c.doubles.resize(row, std::nan(""));
-    c.doubles.push_back(kind == 's' ? std::nan("") : g.get_double(key));
+    c.doubles.push_back(cell.kind == 's' ? std::nan("") : number);
   }
+}
+
+// What identifies one version of a file: an atomic rewrite (tmp + rename) has a
+// new inode, an edit in place a new modification time or size.
+struct Fingerprint {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  std::int64_t mtime_ns = 0;
+  bool operator==(const Fingerprint& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns;
+  }
+};
+
+bool fingerprint_of(const std::string& path, Fingerprint* fp) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  fp->dev = st.st_dev;
+  fp->ino = st.st_ino;
+  fp->size = st.st_size;
+  fp->mtime_ns = std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return true;
 }
 
 }  // namespace
 
-std::size_t rebuild_index(const std::string& study_dir, const std::string& study, std::vector<std::string>* skipped) {
+struct StudyIndex::Cache {
+  struct Entry {
+    Fingerprint fp;
+    bool complete = false;
+    std::string why;          // when not complete
+    std::string id;
+    std::vector<Cell> cells;  // run_id, status, workload, config (less study_text), summary (less status)
+  };
+  std::map<std::string, Entry> files;  // by path
+};
+
+StudyIndex::StudyIndex(std::string study_dir, std::string study)
+    : study_dir_(std::move(study_dir)), study_(std::move(study)), cache_(std::make_unique<Cache>()) {}
+
+StudyIndex::~StudyIndex() = default;
+
+std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
   std::vector<std::string> files;
-  const fs::path runs = fs::path(study_dir) / "runs";
+  const fs::path runs = fs::path(study_dir_) / "runs";
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(runs, ec)) {
     const std::string name = entry.path().filename().string();
@@ -318,35 +390,57 @@ std::size_t rebuild_index(const std::string& study_dir, const std::string& study
     }
   }
   std::sort(files.begin(), files.end());  // by run id: the same index whatever the order runs finished in
+
+  std::map<std::string, Cache::Entry> seen;  // this listing's files only: deleted ones drop out
+  for (const auto& path : files) {
+    Fingerprint fp;
+    if (!fingerprint_of(path, &fp)) continue;  // removed since the listing
+    auto cached = cache_->files.find(path);
+    if (cached != cache_->files.end() && cached->second.fp == fp) {
+      seen.emplace(path, std::move(cached->second));
+      continue;
+    }
+    Cache::Entry e;
+    e.fp = fp;
+    ++files_read_;
+    e.complete = inspect_run_file(path, &e.why) == RunFileState::complete;
+    if (e.complete) {
+      try {
+        const h5::File f = h5::File::open_read(path);
+        const h5::Group root = f.root();
+        read_cells(root, {"run_id", "status", "workload"}, &e.cells);
+        const h5::Group config = root.open_group("config");
+        read_cells(config, attr_names_except(config, "study_text"), &e.cells);
+        const h5::Group summary = root.open_group("summary");
+        read_cells(summary, attr_names_except(summary, "status"), &e.cells);
+        e.id = root.get_string("run_id");
+      } catch (const Error& err) {
+        e.complete = false;
+        e.why = err.what();
+        e.cells.clear();
+      }
+    }
+    seen.emplace(path, std::move(e));
+  }
+  cache_->files = std::move(seen);
+
   std::map<std::string, Column> cols;
   std::vector<std::string> order;
   std::vector<std::string> ids;
-  for (const auto& path : files) {
-    std::string why;
-    if (inspect_run_file(path, &why) != RunFileState::complete) {
-      if (skipped) skipped->push_back(path + ": " + why);
+  for (const auto& [path, e] : cache_->files) {  // a std::map: sorted by path, as `files`
+    if (!e.complete) {
+      if (skipped) skipped->push_back(path + ": " + e.why);
       continue;
     }
-    const h5::File f = h5::File::open_read(path);
-    const h5::Group root = f.root();
-    const std::size_t row = ids.size();
-    for (const char* key : {"run_id", "status", "workload"}) add_cell(cols, order, root, key, row);
-    const h5::Group config = root.open_group("config");
-    for (const auto& key : config.attr_names()) {
-      if (key != "study_text") add_cell(cols, order, config, key, row);
-    }
-    const h5::Group summary = root.open_group("summary");
-    for (const auto& key : summary.attr_names()) {
-      if (key != "status") add_cell(cols, order, summary, key, row);
-    }
-    ids.push_back(root.get_string("run_id"));
+    for (const Cell& c : e.cells) add_cell(cols, order, c, ids.size());
+    ids.push_back(e.id);
   }
   const std::size_t n = ids.size();
   write_hdf5_atomically(
-      (fs::path(study_dir) / "index.h5").string(),
+      (fs::path(study_dir_) / "index.h5").string(),
       [&](h5::Group& root) {
         root.set("schema", kIndexSchema);
-        root.set("study", study);
+        root.set("study", study_);
         root.set("runs", std::int64_t(n));
         root.set("updated_utc", utc_now());
         h5::Group index = root.create_group("index");
@@ -368,6 +462,10 @@ std::size_t rebuild_index(const std::string& study_dir, const std::string& study
       },
       "index-write");
   return n;
+}
+
+std::size_t rebuild_index(const std::string& study_dir, const std::string& study, std::vector<std::string>* skipped) {
+  return StudyIndex(study_dir, study).rebuild(skipped);
 }
 
 void check_results_schema(const std::string& study_dir) {

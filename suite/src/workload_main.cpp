@@ -809,6 +809,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
 
     const auto study_start = Clock::now();
+    StudyIndex index(study_dir, name);  // rewritten after each run this process leads, and at the end
     for (const Placement& pl : schedule) {
       const auto me = std::find(pl.ranks.begin(), pl.ranks.end(), session.rank());
       if (me == pl.ranks.end()) continue;  // another group's run
@@ -892,7 +893,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                       100 * sm.final_test_accuracy, sm.wall_time_s);
         o.line(tag + p.id + " " + axes_str + buf);
         std::vector<std::string> skipped;
-        rebuild_index(study_dir, name, &skipped);
+        index.rebuild(&skipped);
         results_io_s += std::chrono::duration<double>(Clock::now() - io0).count() + trainer->checkpoint_seconds();
         training_s += sm.wall_time_s;
       }
@@ -901,7 +902,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     session.barrier();
     if (!lead) return 0;
     std::vector<std::string> skipped;
-    const std::size_t indexed = rebuild_index(study_dir, name, &skipped);
+    const std::size_t indexed = index.rebuild(&skipped);
     for (const auto& sk : skipped) out.line("# skipped corrupt run file in the index: " + sk);
 
     // The study's runs, from their files.

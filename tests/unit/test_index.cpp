@@ -1,0 +1,132 @@
+// The study index kept between rebuilds (StudyIndex): the rows it serves from
+// memory must be those a rebuild from scratch reads, and a run file is read
+// again exactly when it changed.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <string>
+
+#include "dpstudy/hdf5.hpp"
+#include "dpstudy/results.hpp"
+#include "test_support.hpp"
+
+using namespace dpstudy;
+using namespace dpstudy::test;
+
+namespace {
+
+// A small complete run: `accuracy` and the config value `k` tell runs apart.
+void write_run(const std::string& study_dir, const std::string& id, double accuracy, ConfigValue k) {
+  RunRecord rec;
+  rec.run_id = id;
+  rec.study = "s";
+  rec.workload = "w";
+  rec.study_text = "[study]\n";
+  rec.config = {{"seed", std::int64_t(1)}, {"k", k}};
+  rec.provenance = {{"host", std::string("h")}};
+  RunResult& r = rec.result;
+  r.train.step = {1, 2};
+  r.train.epoch = {0.5, 1};
+  r.train.loss = {2.3, 2.1};
+  r.train.lr = {0.1, 0.1};
+  r.train.samples = {32, 64};
+  r.train.time_s = {0.01, 0.02};
+  r.train.comm_s = {0, 0};
+  r.train.comm_bytes = {0, 0};
+  r.train.worker_loss = {2.3, 2.1};
+  r.eval.step = {2};
+  r.eval.epoch = {1};
+  r.eval.test_loss = {2.0};
+  r.eval.test_accuracy = {accuracy};
+  r.eval.val_loss = {std::nan("")};
+  r.eval.val_accuracy = {std::nan("")};
+  r.eval.train_loss = {2.2};
+  r.eval.worker_divergence = {0};
+  r.summary.final_test_accuracy = accuracy;
+  r.summary.steps = 2;
+  std::filesystem::create_directories(study_dir + "/runs");
+  write_run_file(study_dir + "/runs/" + id + ".h5", rec);
+}
+
+std::vector<double> index_doubles(const std::string& study_dir, const std::string& column) {
+  const h5::File f = h5::File::open_read(study_dir + "/index.h5");
+  return f.root().open_group("index").read_doubles(column);
+}
+
+std::vector<std::string> index_ids(const std::string& study_dir) {
+  const h5::File f = h5::File::open_read(study_dir + "/index.h5");
+  return f.root().open_group("index").read_strings("run_id");
+}
+
+}  // namespace
+
+TEST(StudyIndex, ReadsEachRunFileOnceAndMatchesARebuildFromScratch) {
+  ScratchDir dir;
+  const std::string study = dir.str();
+  write_bytes(study + "/runs/notes.txt", {'x'});  // not a run file
+  write_run(study, "b2", 0.5, std::int64_t(2));
+  write_run(study, "a1", 0.25, std::int64_t(1));
+  StudyIndex index(study, "s");
+  EXPECT_EQ(index.rebuild(nullptr), 2u);
+  EXPECT_EQ(index.files_read(), 2u);
+  write_run(study, "c3", 0.75, std::int64_t(3));
+  EXPECT_EQ(index.rebuild(nullptr), 3u);
+  EXPECT_EQ(index.files_read(), 3u);  // only the new file
+  EXPECT_EQ(index.rebuild(nullptr), 3u);
+  EXPECT_EQ(index.files_read(), 3u);
+
+  const auto ids = index_ids(study);
+  const auto acc = index_doubles(study, "final_test_accuracy");
+  EXPECT_EQ(ids, (std::vector<std::string>{"a1", "b2", "c3"}));  // sorted by run id, not by finishing order
+  EXPECT_EQ(acc, (std::vector<double>{0.25, 0.5, 0.75}));
+  ASSERT_EQ(rebuild_index(study, "s", nullptr), 3u);
+  EXPECT_EQ(index_ids(study), ids);
+  EXPECT_EQ(index_doubles(study, "final_test_accuracy"), acc);
+}
+
+TEST(StudyIndex, ReadsAgainARunFileThatWasRewrittenAndDropsADeletedOne) {
+  ScratchDir dir;
+  const std::string study = dir.str();
+  write_run(study, "a1", 0.25, std::int64_t(1));
+  write_run(study, "b2", 0.5, std::int64_t(2));
+  StudyIndex index(study, "s");
+  ASSERT_EQ(index.rebuild(nullptr), 2u);
+
+  write_run(study, "a1", 0.9, std::int64_t(1));  // a rerun (--force): a new file under the same name
+  EXPECT_EQ(index.rebuild(nullptr), 2u);
+  EXPECT_EQ(index.files_read(), 3u);
+  EXPECT_EQ(index_doubles(study, "final_test_accuracy"), (std::vector<double>{0.9, 0.5}));
+
+  ASSERT_EQ(::unlink((study + "/runs/b2.h5").c_str()), 0);
+  EXPECT_EQ(index.rebuild(nullptr), 1u);
+  EXPECT_EQ(index_ids(study), (std::vector<std::string>{"a1"}));
+}
+
+TEST(StudyIndex, ListsACorruptFileAtEveryRebuildButReadsItOnce) {
+  ScratchDir dir;
+  const std::string study = dir.str();
+  write_run(study, "a1", 0.25, std::int64_t(1));
+  write_bytes(study + "/runs/bad.h5", {'n', 'o', 't', ' ', 'h', 'd', 'f'});
+  StudyIndex index(study, "s");
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::string> skipped;
+    EXPECT_EQ(index.rebuild(&skipped), 1u);
+    ASSERT_EQ(skipped.size(), 1u);
+    EXPECT_NE(skipped[0].find("bad.h5"), std::string::npos) << skipped[0];
+  }
+  EXPECT_EQ(index.files_read(), 2u);
+}
+
+TEST(StudyIndex, AnIntegerColumnMeetingAStringBecomesFloatsWithNaN) {
+  ScratchDir dir;
+  const std::string study = dir.str();
+  write_run(study, "a1", 0.25, std::int64_t(7));
+  write_run(study, "b2", 0.5, std::string("seven"));
+  StudyIndex index(study, "s");
+  ASSERT_EQ(index.rebuild(nullptr), 2u);
+  const auto k = index_doubles(study, "k");
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k[0], 7.0);
+  EXPECT_TRUE(std::isnan(k[1]));
+}
