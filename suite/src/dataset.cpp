@@ -32,18 +32,19 @@ const std::vector<DatasetSpec>& dataset_specs() {
       {"mnist", DataFormat::idx, 1, 28, 28, 10, {0.1307}, {0.3081},
        {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"},
        {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
-       "run `tools/fetch-datasets mnist` (downloads and verifies the official files)"},
+       "run `tools/fetch-datasets mnist` (downloads and verifies the official files)", 60000},
       {"fashion-mnist", DataFormat::idx, 1, 28, 28, 10, {0.2860}, {0.3530},
        {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"},
        {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
        "run `apt-get install dataset-fashion-mnist` (Debian/Ubuntu) or `tools/fetch-datasets "
-       "fashion-mnist`"},
+       "fashion-mnist`",
+       60000},
       {"cifar10", DataFormat::cifar10_binary, 3, 32, 32, 10, {0.4914, 0.4822, 0.4465},
        {0.2470, 0.2435, 0.2616},
        {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
         "data_batch_5.bin"},
        {"test_batch.bin"},
-       "run `tools/fetch-datasets cifar10` (downloads the official binary version and verifies it)"},
+       "run `tools/fetch-datasets cifar10` (downloads the official binary version and verifies it)", 50000},
   };
   return specs;
 }

@@ -657,15 +657,36 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
 
     // Data, once per dataset; then every run's cost, and W b <= N, before anything runs.
+    // A dry run plans without the files if they are not here (a login node).
     std::map<std::string, TrainingData> data;
+    std::map<std::string, std::int64_t> train_size;
+    std::vector<std::string> data_notes;
     LoadOptions load;
     load.data_dir = g.data_dir;
     for (auto& p : plan) {
       const std::string& ds = p.config.dataset;
-      if (!data.count(ds)) {
-        data[ds] = prepare_data(load_dataset(ds, Split::train, load), load_dataset(ds, Split::test, load), device);
+      if (!train_size.count(ds)) {
+        const DatasetSpec& spec = dataset_spec(ds);
+        bool here = true;
+        if (g.dry_run) {
+          try {
+            find_dataset_dir(spec, Split::train, g.data_dir);
+            find_dataset_dir(spec, Split::test, g.data_dir);
+          } catch (const DataError&) {
+            here = false;
+          }
+        }
+        if (here) {
+          data[ds] = prepare_data(load_dataset(ds, Split::train, load), load_dataset(ds, Split::test, load), device);
+          train_size[ds] = data[ds].train_y.size(0);
+        } else {
+          train_size[ds] = spec.official_train;
+          data_notes.push_back("# " + ds + " was not found; costs assume its official " +
+                               std::to_string(spec.official_train) + " training images. A run needs the files: " +
+                               spec.obtain);
+        }
       }
-      const std::int64_t total = data[ds].train_y.size(0);
+      const std::int64_t total = train_size[ds];
       const std::int64_t n = total - std::llround(p.config.validation_fraction * double(total));
       const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
       if (n / global == 0) {
@@ -755,6 +776,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       std::printf("# study %s: %zu runs (%zu excluded, %zu already complete), swept: %s\n", name.c_str(),
                   plan.size(), excluded, complete, swept.empty() ? "-" : swept_text.c_str());
       std::printf("# results: %s; %d process(es)\n", study_dir.c_str(), session.size());
+      for (const auto& note : data_notes) std::printf("%s\n", note.c_str());
       std::printf("# %4s  %-16s  %-9s  %14s  %s\n", "run", "run id", "state", "cost (samples)", "axes");
       std::int64_t todo_cost = 0;
       for (std::size_t i = 0; i < plan.size(); ++i) {

@@ -88,6 +88,23 @@ class Results(unittest.TestCase):
         self.assertEqual(r.stdout.count("to run"), 5)
         self.assertFalse(os.path.exists(out))
 
+    def test_dry_run_plans_with_the_official_size_when_the_dataset_is_not_here(self):
+        empty = os.path.join(self.tmp, "no-data")
+        os.makedirs(empty, exist_ok=True)
+        cmd = [EXE, "--data_dir", empty, "--dataset", "mnist", "--workers", "2", "--batch_size", "10",
+               "--epochs", "1", "--output", os.path.join(self.tmp, "dry-no-data")]
+        r = subprocess.run(cmd + ["--dry_run"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        if "# mnist was not found" not in r.stdout:
+            self.skipTest("MNIST is installed on this machine, so the dry run used it")
+        self.assertIn("costs assume its official 60000 training images", r.stdout)
+        self.assertIn("tools/fetch-datasets mnist", r.stdout)
+        self.assertRegex(r.stdout, r"\n +1 +[0-9a-f]{16} +to run +60000 ")  # 3,000 steps x 2 workers x 10
+        # A run still needs the files, and says where it looked.
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"mnist: the (train|test) split was not found. Searched, in order:")
+
     def test_corrupt_run_file_is_reported_and_rerun(self):
         out = os.path.join(self.tmp, "corrupt")
         self.assertEqual(self.run_study("--workers", "1,2", output=out).returncode, 0)

@@ -31,6 +31,9 @@ struct DatasetSpec {
   // plain or with .gz. CIFAR-10: the batch files, concatenated in this order.
   std::vector<std::string> train_files, test_files;
   std::string obtain;  // how to get the files, shown when they are missing
+  // Images in the official training split: what a dry run plans with when the
+  // files are not on this machine (a login node, before tools/fetch-datasets).
+  std::int64_t official_train = 0;
 
   const std::vector<std::string>& files(Split split) const {
     return split == Split::train ? train_files : test_files;
