@@ -1,6 +1,8 @@
 #include "dpstudy/file_io.hpp"
 
+#include <fcntl.h>
 #include <ftw.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -167,6 +169,20 @@ void remove_tree(const std::string& dir) noexcept {
         return 0;
       },
       16, FTW_DEPTH | FTW_PHYS);
+}
+
+bool create_exclusive(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) return false;
+    throw DataError(path, std::string("cannot create: ") + std::strerror(errno));
+  }
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int err = errno;
+  ::close(fd);
+  // The file's existence is the claim; its text only says who made it.
+  if (n < 0) throw DataError(path, std::string("cannot write: ") + std::strerror(err));
+  return true;
 }
 
 std::uint32_t read_be32(const std::uint8_t* p) {

@@ -133,6 +133,10 @@ RunGroup::RunGroup(const std::vector<int>& ranks, int tag) {
   comm_ = comm;
 }
 
+void RunGroup::broadcast(long long& value) const {
+  check(MPI_Bcast(&value, 1, MPI_LONG_LONG, 0, as_comm(comm_)), "MPI_Bcast");
+}
+
 RunGroup::~RunGroup() {
   MPI_Comm comm = as_comm(comm_);
   MPI_Comm_free(&comm);

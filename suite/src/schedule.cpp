@@ -1,7 +1,12 @@
 #include "dpstudy/schedule.hpp"
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <numeric>
+
+#include "dpstudy/file_io.hpp"
 
 namespace dpstudy {
 
@@ -29,6 +34,30 @@ std::vector<Placement> schedule_runs(const std::vector<double>& costs, const std
     return a.start != b.start ? a.start < b.start : a.run < b.run;
   });
   return out;
+}
+
+ClaimQueue::ClaimQueue(std::string dir, std::vector<std::string> ids) : dir_(std::move(dir)), ids_(std::move(ids)) {}
+
+long long ClaimQueue::next() {
+  char host[256] = "host";
+  ::gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = '\0';
+  const std::string who = std::string(host) + " " + std::to_string(::getpid()) + "\n";
+  while (cursor_ < ids_.size()) {
+    const std::size_t i = cursor_++;
+    if (dir_.empty() || create_exclusive(dir_ + "/" + ids_[i] + ".claim", who)) return static_cast<long long>(i);
+  }
+  return -1;
+}
+
+void ClaimQueue::remove_claims(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".claim") == 0) ::unlink((dir + "/" + name).c_str());
+  }
+  ::closedir(d);
 }
 
 int default_procs_per_run(int workers, int world) {

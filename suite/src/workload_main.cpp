@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -92,6 +93,7 @@ struct General {
   double expect_accuracy = -1;
   bool quiet = false, verbose = false, force = false, dry_run = false, rebuild_index = false;
   int procs_per_run = 0;
+  std::string placement = "dynamic";
   double checkpoint_interval = 300;
   std::int64_t checkpoint_steps = 0;
   std::string mode = "train";
@@ -125,23 +127,19 @@ class Output {
   std::ofstream log_;
 };
 
-// In-run progress with the run's place in the study and the study's ETA, from
-// the schedule: this run's [start, end) and the whole study's end, in cost units.
+// In-run progress with the run's place in the study: the study's ETA comes from
+// the schedule (see run_one), given the run's fraction done and its own ETA.
 class StudyProgress : public ProgressSink {
  public:
-  StudyProgress(Output& out, std::string tag, double start, double end, double makespan, Clock::time_point study_start,
+  StudyProgress(Output& out, std::string tag, std::function<double(double, double)> study_eta,
                 double interval_s = 5.0)
-      : out_(out), tag_(std::move(tag)), start_(start), end_(end), makespan_(makespan), study_start_(study_start),
-        interval_(interval_s) {}
+      : out_(out), tag_(std::move(tag)), study_eta_(std::move(study_eta)), interval_(interval_s) {}
   void message(const std::string& line) override { out_.line(tag_ + line, 2); }
   void progress(const ProgressEvent& e) override {
     if (!e.evaluation && e.elapsed_s - last_ < interval_) return;
     last_ = e.elapsed_s;
     const double run_eta = e.step > 0 ? e.elapsed_s * double(e.total_steps - e.step) / double(e.step) : 0;
-    const double at = start_ + (end_ - start_) * double(e.step) / double(e.total_steps);
-    const double fraction = at / std::max(makespan_, 1e-9);
-    const double study_s = std::chrono::duration<double>(Clock::now() - study_start_).count();
-    const double study_eta = fraction > 0 ? study_s * (1 - fraction) / fraction : 0;
+    const double study_eta = study_eta_(double(e.step) / double(std::max<std::int64_t>(e.total_steps, 1)), run_eta);
     const std::string acc = format_accuracy(e);
     char buf[300];
     std::snprintf(buf, sizeof buf, "%sepoch %d/%d  step %lld/%lld  loss %.4f%s  lr %.4g  run ETA %.0f s  study ETA %.0f s",
@@ -153,8 +151,7 @@ class StudyProgress : public ProgressSink {
  private:
   Output& out_;
   std::string tag_;
-  double start_, end_, makespan_;
-  Clock::time_point study_start_;
+  std::function<double(double, double)> study_eta_;
   double interval_, last_ = -1e9;
 };
 
@@ -423,7 +420,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         "checkpoint_steps", po::value(&g.checkpoint_steps)->default_value(0),
         "also every this many steps (0: not by steps)")(
         "procs_per_run", po::value(&g.procs_per_run)->default_value(0),
-        "under mpirun: processes per run (0: the largest power of two <= min(workers, processes) dividing workers)");
+        "under mpirun: processes per run (0: the largest power of two <= min(workers, processes) dividing workers)")(
+        "placement", po::value(&g.placement)->default_value("dynamic"),
+        "under mpirun: dynamic (groups of processes take the next run as they become free) or static (placed "
+        "in advance from estimated costs); studies whose runs take different numbers of processes are static");
     po::options_description speed("Throughput mode (docs/performance.md); Google Benchmark's --benchmark_* flags apply");
     speed.add_options()("mode", po::value(&g.mode)->default_value("train"),
                         "train: run the study; throughput: time training steps per sweep point with Google Benchmark")(
@@ -485,6 +485,9 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     po::notify(vm);
     if (g.mode != "train" && g.mode != "throughput") throw ConfigError("mode", g.mode, "is not one of: train, throughput");
+    if (g.placement != "dynamic" && g.placement != "static") {
+      throw ConfigError("placement", g.placement, "is not one of: dynamic, static");
+    }
     if (g.mode == "throughput" && g.dry_run) {
       throw UsageError("--dry_run does nothing in throughput mode: list its benchmarks with --benchmark_list_tests=true");
     }
@@ -768,6 +771,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     for (auto& pl : schedule) pl.run = todo[pl.run];
     double makespan = 0;
     for (const auto& pl : schedule) makespan = std::max(makespan, pl.end);
+    // Dynamic: fixed groups of P processes take the runs in the schedule's order.
+    const bool uniform = std::all_of(procs.begin(), procs.end(), [&](int q) { return q == procs.front(); });
+    const bool dynamic = g.placement == "dynamic" && uniform;
+    const int group_procs = procs.empty() ? 1 : procs.front();
 
     if (g.dry_run) {
       if (!lead) return 0;
@@ -784,8 +791,15 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                     (long long)plan[i].cost, axes_text(plan[i].values, swept).c_str());
         if (to_run(i)) todo_cost += plan[i].cost;
       }
-      std::printf("# schedule: %zu runs on %d process(es), largest estimated cost first\n", schedule.size(),
-                  session.size());
+      if (dynamic) {
+        std::printf("# schedule: %zu runs on %d process(es) in %d group(s) of %d, taken in this order as groups "
+                    "become free; ranks, start and end as the estimated costs predict\n",
+                    schedule.size(), session.size(), session.size() / group_procs, group_procs);
+      } else {
+        std::printf("# schedule: %zu runs on %d process(es), placed in advance, largest estimated cost first%s\n",
+                    schedule.size(), session.size(),
+                    g.placement == "dynamic" ? " (its runs take different numbers of processes)" : "");
+      }
       std::printf("# %4s  %-16s  %-12s  %16s  %16s\n", "run", "run id", "ranks", "start (samples)", "end (samples)");
       for (const auto& pl : schedule) {
         std::string ranks;
@@ -817,6 +831,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       for (const auto& entry : fs::directory_iterator(study_dir, ec)) {
         if (entry.path().extension() == ".tmp") fs::remove(entry.path(), ec);
       }
+      ClaimQueue::remove_claims(runs_dir.string());  // of a killed job: those runs are to do again
     }
     session.barrier();
     Output out(verbosity);
@@ -832,9 +847,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
 
     const auto study_start = Clock::now();
     StudyIndex index(study_dir, name);  // rewritten after each run this process leads, and at the end
-    for (const Placement& pl : schedule) {
+    double taken_cost = 0;                // sample-gradients of the runs this process has finished here
+    // One run on the processes pl.ranks (this one among them). `study_eta` maps
+    // the run's fraction done and its ETA (s) to the study's ETA (s).
+    auto run_one = [&](const Placement& pl, const std::function<double(double, double)>& study_eta) {
       const auto me = std::find(pl.ranks.begin(), pl.ranks.end(), session.rank());
-      if (me == pl.ranks.end()) continue;  // another group's run
       const bool leader = me == pl.ranks.begin();
       const std::size_t i = pl.run;
       PlannedRun& p = plan[i];
@@ -900,7 +917,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       rec.study_text = study_text;
       rec.config = p.key_values;
       rec.workers = p.config.workers;
-      StudyProgress progress(o, tag, pl.start, pl.end, makespan, study_start);
+      StudyProgress progress(o, tag, study_eta);
       const CheckpointPolicy policy{ckpt, g.checkpoint_interval, g.checkpoint_steps};
       rec.result = trainer->run(&progress, policy);
       rec.finished_utc = utc_now();
@@ -919,10 +936,57 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         results_io_s += std::chrono::duration<double>(Clock::now() - io0).count() + trainer->checkpoint_seconds();
         training_s += sm.wall_time_s;
       }
+      taken_cost += double(p.cost);
+    };
+    auto elapsed_s = [&] { return std::chrono::duration<double>(Clock::now() - study_start).count(); };
+
+    if (dynamic) {
+      // Groups of consecutive ranks; ranks beyond the last whole group stay idle.
+      const int groups = session.size() / group_procs, my_group = session.rank() / group_procs;
+      std::vector<std::string> ids;
+      double total = 0;  // estimated cost of the runs to do
+      for (const auto& pl : schedule) {
+        ids.push_back(plan[pl.run].id);
+        total += double(plan[pl.run].cost);
+      }
+      if (my_group < groups) {
+        Placement mine;
+        for (int r = 0; r < group_procs; ++r) mine.ranks.push_back(my_group * group_procs + r);
+        ClaimQueue queue(groups > 1 ? runs_dir.string() : "", ids);
+#if DPSTUDY_WITH_MPI
+        std::unique_ptr<mpi::RunGroup> group;
+        if (group_procs > 1) group = std::make_unique<mpi::RunGroup>(mine.ranks, int(plan.size()) + my_group);
+#endif
+        for (;;) {
+          long long k = session.rank() == mine.ranks.front() ? queue.next() : -1;
+#if DPSTUDY_WITH_MPI
+          if (group) group->broadcast(k);
+#endif
+          if (k < 0) break;
+          mine.run = schedule[std::size_t(k)].run;
+          const double cost = double(plan[mine.run].cost);
+          // As if every group trained at this group's rate so far: the study
+          // takes total / (groups x rate). Which group has which run is not needed.
+          run_one(mine, [&, cost](double fraction, double run_eta) {
+            const double done = taken_cost + fraction * cost;
+            if (done <= 0) return 0.0;
+            return std::max(run_eta, elapsed_s() * (total / (double(groups) * done) - 1));
+          });
+        }
+      }
+    } else {
+      for (const Placement& pl : schedule) {
+        if (std::find(pl.ranks.begin(), pl.ranks.end(), session.rank()) == pl.ranks.end()) continue;
+        run_one(pl, [&](double fraction, double) {
+          const double at = (pl.start + (pl.end - pl.start) * fraction) / std::max(makespan, 1e-9);
+          return at > 0 ? elapsed_s() * (1 - at) / at : 0.0;
+        });
+      }
     }
     current_run = "-";
     session.barrier();
     if (!lead) return 0;
+    ClaimQueue::remove_claims(runs_dir.string());
     std::vector<std::string> skipped;
     const std::size_t indexed = index.rebuild(&skipped);
     for (const auto& sk : skipped) out.line("# skipped corrupt run file in the index: " + sk);

@@ -2,8 +2,10 @@
 """The reproducibility contract across process layouts: the same study run in one
 process, and under mpirun with 2 and 4 processes per run (recursive halving), 3
 (the gather fallback) and 4 processes holding 2 runs at a time, gives bit for
-bit the same metrics in every run file and in the index. And a rank that fails
-aborts the whole job quickly, keeping every finished run.
+bit the same metrics in every run file and in the index, whether groups of
+processes take runs as they become free (dynamic placement) or as placed in
+advance. And a rank that fails aborts the whole job quickly, keeping every
+finished run.
 
 usage: test_mpi_layouts.py WORKLOAD_EXE DPSTUDY_DATA MPIEXEC
 """
@@ -86,10 +88,37 @@ class Layouts(unittest.TestCase):
         self.assertEqual(self.study(ref, 0, *args[:-2])[0].returncode, 0)
         assert_same_study(self, os.path.join(ref, "s"), os.path.join(out, "s"))
 
+    def test_dynamic_placement_runs_each_run_once_with_the_same_bits(self):
+        args = ["--workers", "2", "--sync_period", "1,4", "--seeds", "4"]
+        one = os.path.join(self.tmp, "dyn1")
+        self.assertEqual(self.study(one, 0, *args)[0].returncode, 0)
+        out = os.path.join(self.tmp, "dyn3")
+        runs = os.path.join(out, "s", "runs")
+        # A claim left by a killed job does not keep its run from being done.
+        os.makedirs(runs)
+        stale = os.path.join(runs, sorted(os.listdir(os.path.join(one, "s", "runs")))[0][:-3] + ".claim")
+        with open(stale, "w") as f:
+            f.write("killed-host 1\n")
+        r, _ = self.study(out, 3, *args, "--procs_per_run", "1")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 8)
+        with open(os.path.join(out, "s", "log.txt")) as log:
+            text = log.read()
+        self.assertEqual(text.count(": starting"), 8, text)  # each run once, among the 3 processes
+        self.assertEqual(text.count(": completed, final test accuracy"), 8, text)
+        self.assertEqual([f for f in os.listdir(runs) if f.endswith(".claim")], [])
+        # The plan says how runs will be placed; mixed processes per run fall back to static placement.
+        r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 4, *args, "--procs_per_run", "2", "--dry_run")
+        self.assertIn("in 2 group(s) of 2, taken in this order as groups become free", r.stdout)
+        r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 4, "--workers", "2,4", "--dry_run")
+        self.assertIn("placed in advance, largest estimated cost first (its runs take different numbers of processes)",
+                      r.stdout)
+
     def test_a_failing_rank_aborts_the_job_and_finished_runs_are_kept(self):
         out = os.path.join(self.tmp, "fail")
         env = dict(ENV, DPSTUDY_TEST_FAIL_AT="step:60", DPSTUDY_TEST_FAIL_RANK="1")
-        r, seconds = self.study(out, 2, "--workers", "2", "--seeds", "4", "--procs_per_run", "1", env=env)
+        r, seconds = self.study(out, 2, "--workers", "2", "--seeds", "4", "--procs_per_run", "1", "--placement", "static",
+                                env=env)
         self.assertNotEqual(r.returncode, 0)
         self.assertLess(seconds, 120)
         self.assertRegex(r.stderr, r"error: rank 1 on \S+, run [0-9a-f]{16}: injected failure")

@@ -78,6 +78,11 @@ class OutputFile {
 // to that copy and crash.
 void remove_tree(const std::string& dir) noexcept;
 
+// Creates `path` holding `text` only if no such file exists (O_CREAT | O_EXCL:
+// atomic on local, NFS and parallel file systems). False when it exists; any
+// other failure is a DataError.
+bool create_exclusive(const std::string& path, const std::string& text);
+
 // Helpers for the big-endian integers of the IDX format.
 std::uint32_t read_be32(const std::uint8_t* p);
 void write_be32(std::uint8_t* p, std::uint32_t v);

@@ -67,6 +67,8 @@ class RunGroup {
   int rank() const { return rank_; }
   int size() const { return size_; }
   void* handle() const { return comm_; }  // MPI_Comm, opaque here
+  // Broadcasts `value` from the group's first process.
+  void broadcast(long long& value) const;
 
  private:
   void* comm_ = nullptr;
