@@ -294,24 +294,35 @@ Trainer::Evaluation Trainer::evaluate(const at::Tensor& x, const at::Tensor& y, 
   at::NoGradGuard no_grad;
   const std::int64_t n = index ? index->size(0) : y.size(0);
   if (n == 0) return {kNaN, kNaN};
-  double loss = 0;
-  std::int64_t correct = 0;
-  for (std::int64_t b = 0; b < n; b += config_.eval_batch) {
-    const std::int64_t m = std::min(config_.eval_batch, n - b);
-    at::Tensor xb, yb;
-    if (index) {
-      const at::Tensor idx = index->narrow(0, b, m);
-      xb = x.index_select(0, idx);
-      yb = y.index_select(0, idx);
-    } else {
-      xb = x.narrow(0, b, m);
-      yb = y.narrow(0, b, m);
+  // Worker w evaluates batches [nb w / W, nb (w + 1) / W); a process evaluates
+  // its workers' shares, and the partial sums are added in worker order. The
+  // order of additions depends on W only, so every layout gets the same bits,
+  // and the P processes of a run share the evaluation instead of each doing all of it.
+  const std::int64_t eb = config_.eval_batch, nb = (n + eb - 1) / eb;
+  const int workers = comm_.world_workers(), first = comm_.first_local_worker();
+  std::vector<double> loss_of(std::size_t(comm_.local_workers()), 0.0), correct_of(loss_of.size(), 0.0);
+  for (std::size_t lw = 0; lw < loss_of.size(); ++lw) {
+    const std::int64_t w = first + std::int64_t(lw);
+    for (std::int64_t batch = nb * w / workers; batch < nb * (w + 1) / workers; ++batch) {
+      const std::int64_t b = batch * eb, m = std::min(eb, n - b);
+      at::Tensor xb, yb;
+      if (index) {
+        const at::Tensor idx = index->narrow(0, b, m);
+        xb = x.index_select(0, idx);
+        yb = y.index_select(0, idx);
+      } else {
+        xb = x.narrow(0, b, m);
+        yb = y.narrow(0, b, m);
+      }
+      const at::Tensor logits = eval_->model().forward(xb);
+      loss_of[lw] += at::cross_entropy_loss(logits, yb, {}, at::Reduction::Sum).item<double>();
+      correct_of[lw] += double(logits.argmax(1).eq(yb).sum().item<std::int64_t>());  // exact below 2^53
     }
-    const at::Tensor logits = eval_->model().forward(xb);
-    loss += at::cross_entropy_loss(logits, yb, {}, at::Reduction::Sum).item<double>();
-    correct += logits.argmax(1).eq(yb).sum().item<std::int64_t>();
   }
-  return {loss / double(n), double(correct) / double(n)};
+  double loss = 0, correct = 0;
+  for (double v : comm_.all_workers(loss_of)) loss += v;
+  for (double v : comm_.all_workers(correct_of)) correct += v;
+  return {loss / double(n), correct / double(n)};
 }
 
 bool Trainer::evaluate_into(RunResult& r, double train_loss, bool test_due, double elapsed_s) {

@@ -225,6 +225,27 @@ TEST(Training, TestEveryEvaluatesTheTestSplitOnlyWhenDue) {
   EXPECT_TRUE(std::isfinite(sparse.summary.best_test_accuracy));
 }
 
+TEST(Training, EvaluationSharedAmongWorkersEqualsOneForwardPassOverTheTestSet) {
+  // 100 test images in batches of 7: 15 batches over 4 workers (3, 4, 4, 4), the
+  // last batch short; with synchronous steps the evaluated model is replica 0.
+  for (std::int64_t eval_batch : {7, 1000}) {
+    RunConfig c = base_config();
+    c.workers = 4;
+    c.batch_size = 8;
+    c.sync_period = 1;
+    c.eval_batch = eval_batch;
+    InProcessCommunicator comm(4);
+    Trainer t(c, tiny(), data(), comm);
+    const RunResult r = t.run();
+    at::NoGradGuard no_grad;
+    const at::Tensor logits = t.replica(0).model().forward(data().test_x);
+    const double loss = at::cross_entropy_loss(logits, data().test_y).item<double>();
+    const double accuracy = logits.argmax(1).eq(data().test_y).sum().item<double>() / 100.0;
+    EXPECT_EQ(r.eval.test_accuracy.back(), accuracy) << "eval_batch " << eval_batch;
+    EXPECT_NEAR(r.eval.test_loss.back(), loss, 1e-6 * loss) << "eval_batch " << eval_batch;
+  }
+}
+
 TEST(Training, ALossThatIsNotFiniteEndsTheRunAsDiverged) {
   RunConfig c = base_config();
   c.lr = 1e6;
