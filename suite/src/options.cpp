@@ -1,6 +1,9 @@
 #include "dpstudy/options.hpp"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "dpstudy/error.hpp"
@@ -33,6 +36,17 @@ int parse_period(const std::string& option, const std::string& text) {
   } catch (const std::exception&) {
   }
   throw ConfigError(option, text, "must be a whole number of steps >= 1, or never");
+}
+
+std::uint64_t parse_seed(const std::string& option, const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 20 &&
+                      std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (digits) {
+    errno = 0;
+    const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+    if (errno == 0) return std::uint64_t(v);
+  }
+  throw ConfigError(option, text, "must be a whole number from 0 to 18446744073709551615");
 }
 
 std::vector<double> parse_number_list(const std::string& option, const std::string& text) {
@@ -130,7 +144,7 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
        "else test) is at most this (0: none)")
       ("stop_at_goal", po::value(&c.stop_at_goal)->default_value(d.stop_at_goal),
        "end the run once the goal is reached (after recording the step)")
-      ("seed", po::value(&c.seed)->default_value(d.seed), "run seed: initial weights and samplers")
+      ("seed", po::value(&seed_)->default_value(std::to_string(d.seed)), "run seed: initial weights and samplers")
       ("data_seed", po::value(&c.data_seed)->default_value(d.data_seed),
        "data seed: order, assignment, validation split (-1: the run seed)");
   description_.add(data).add(workers).add(sync).add(opt).add(lr).add(eval);
@@ -149,6 +163,7 @@ RunConfig RunOptions::resolve() const {
   c.augment = parse_augmentation("augment", augment_);
   c.pruning = parse_pruning("pruning", pruning_);
   c.sync_period = parse_period("sync_period", sync_period_);
+  c.seed = parse_seed("seed", seed_);
   c.group_sync_period = parse_period("group_sync_period", group_sync_period_);
   c.lr_milestones = milestones_.empty() ? std::vector<double>{} : parse_number_list("lr_milestones", milestones_);
   validate(c);

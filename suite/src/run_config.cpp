@@ -208,6 +208,7 @@ void validate(const RunConfig& c) {
   require(c.test_every >= 0, "test_every", std::to_string(c.test_every),
           "must be >= 0 (0 = the test split at every evaluation)");
   require(c.eval_batch >= 1, "eval_batch", std::to_string(c.eval_batch), "must be at least 1");
+  require(c.data_seed >= -1, "data_seed", std::to_string(c.data_seed), "must be -1 (the run seed) or a seed >= 0");
   require(c.goal_error >= 0 && c.goal_error < 1, "goal_error", num(c.goal_error),
           "must be in [0, 1) (an error rate, e.g. 0.02 for 98 % accuracy; 0 = no goal)");
   require(!c.stop_at_goal || c.goal_error > 0, "stop_at_goal", "true", "needs a --goal_error");

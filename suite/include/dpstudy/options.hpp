@@ -5,6 +5,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,11 +30,14 @@ class RunOptions {
   RunConfig draft_;
   std::string overlap_mode_, granularity_, order_, shard_owner_, optimizer_, lr_scaling_, schedule_,
       warmup_start_, augment_, pruning_, sync_period_, group_sync_period_, milestones_;
+  std::string seed_;  // as text: Boost reads "-1" into an unsigned as 2^64 - 1
   boost::program_options::options_description description_;
 };
 
 // "never" -> kNever, a whole number >= 1 -> itself; else ConfigError naming `option`.
 int parse_period(const std::string& option, const std::string& text);
+// A seed: a whole number from 0 to 2^64 - 1 in decimal; else ConfigError naming `option`.
+std::uint64_t parse_seed(const std::string& option, const std::string& text);
 // "a,b,c" -> numbers; ConfigError naming `option` on anything else.
 std::vector<double> parse_number_list(const std::string& option, const std::string& text);
 
