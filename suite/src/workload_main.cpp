@@ -192,6 +192,22 @@ void print_result(const RunResult& r) {
   if (s.steps_to_goal >= 0) row("steps_to_goal", double(s.steps_to_goal), "steps");
 }
 
+// Every checkpoint file of run `id` in `runs_dir`, of any processes per run:
+// <id>.ckpt.h5 (one process) and <id>.ckpt.r<rank>of<P>.h5.
+std::vector<std::string> checkpoint_files(const fs::path& runs_dir, const std::string& id) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  const std::string prefix = id + ".ckpt.";
+  for (const auto& entry : fs::directory_iterator(runs_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) == 0 && entry.path().extension() == ".h5") {
+      out.push_back(entry.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::string axes_text(const RawValues& values, const std::vector<std::string>& swept) {
   std::string s;
   for (const auto& [k, v] : values) {
@@ -899,6 +915,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
           resume = false;
         }
       }
+      if (!resume && !g.force && leader && !checkpoint_files(runs_dir, p.id).empty()) {
+        o.line(tag + "its checkpoints are not a complete set for " + std::to_string(nprocs) +
+               " process(es) at one step (made with another --procs_per_run, or a kill between their writes); "
+               "starting over");
+      }
       if (resume) {
         try {
           trainer->restore_checkpoint(ckpt);
@@ -925,7 +946,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         const auto io0 = Clock::now();
         rec.provenance = provenance(argc, argv, d, nprocs, g.deterministic);
         write_run_file(file, rec);
-        for (int q = 0; q < nprocs; ++q) fs::remove(ckpt_of(q), ec);
+        for (const auto& f : checkpoint_files(runs_dir, p.id)) fs::remove(f, ec);  // also another layout's
         const RunSummary& sm = rec.result.summary;
         char buf[200];
         std::snprintf(buf, sizeof buf, ": %s, final test accuracy %.2f %%, %.1f s", to_string(sm.status).c_str(),

@@ -88,6 +88,20 @@ class Layouts(unittest.TestCase):
         self.assertEqual(self.study(ref, 0, *args[:-2])[0].returncode, 0)
         assert_same_study(self, os.path.join(ref, "s"), os.path.join(out, "s"))
 
+    def test_checkpoints_of_another_layout_are_not_used_and_are_removed(self):
+        args = ["--workers", "2", "--sync_period", "1,4", "--checkpoint_steps", "10"]
+        out = os.path.join(self.tmp, "relayout")
+        r, _ = self.study(out, 2, *args, "--procs_per_run", "2", env=dict(ENV, DPSTUDY_TEST_KILL_AT="step:25"))
+        self.assertNotEqual(r.returncode, 0)
+        r, _ = self.study(out, 0, *args)  # one process now
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "s", "log.txt")) as log:
+            self.assertIn("its checkpoints are not a complete set for 1 process(es) at one step", log.read())
+        self.assertEqual([f for f in os.listdir(os.path.join(out, "s", "runs")) if ".ckpt." in f], [])
+        ref = os.path.join(self.tmp, "relayout-ref")
+        self.assertEqual(self.study(ref, 0, *args[:-2])[0].returncode, 0)
+        assert_same_study(self, os.path.join(ref, "s"), os.path.join(out, "s"))
+
     def test_dynamic_placement_runs_each_run_once_with_the_same_bits(self):
         args = ["--workers", "2", "--sync_period", "1,4", "--seeds", "4"]
         one = os.path.join(self.tmp, "dyn1")
