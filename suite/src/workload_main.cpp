@@ -788,9 +788,12 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     double makespan = 0;
     for (const auto& pl : schedule) makespan = std::max(makespan, pl.end);
     // Dynamic: fixed groups of P processes take the runs in the schedule's order.
+    // Fixed groups need one P that divides the job; otherwise the static schedule
+    // uses every process (overlapping sets of ranks over time).
     const bool uniform = std::all_of(procs.begin(), procs.end(), [&](int q) { return q == procs.front(); });
-    const bool dynamic = g.placement == "dynamic" && uniform;
     const int group_procs = procs.empty() ? 1 : procs.front();
+    const bool divides = session.size() % group_procs == 0;
+    const bool dynamic = g.placement == "dynamic" && uniform && divides;
 
     if (g.dry_run) {
       if (!lead) return 0;
@@ -814,7 +817,9 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       } else {
         std::printf("# schedule: %zu runs on %d process(es), placed in advance, largest estimated cost first%s\n",
                     schedule.size(), session.size(),
-                    g.placement == "dynamic" ? " (its runs take different numbers of processes)" : "");
+                    g.placement == "static" ? ""
+                    : !uniform              ? " (its runs take different numbers of processes)"
+                                            : " (the processes per run do not divide the processes)");
       }
       std::printf("# %4s  %-16s  %-12s  %16s  %16s\n", "run", "run id", "ranks", "start (samples)", "end (samples)");
       for (const auto& pl : schedule) {
@@ -962,7 +967,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     auto elapsed_s = [&] { return std::chrono::duration<double>(Clock::now() - study_start).count(); };
 
     if (dynamic) {
-      // Groups of consecutive ranks; ranks beyond the last whole group stay idle.
+      // Groups of consecutive ranks.
       const int groups = session.size() / group_procs, my_group = session.rank() / group_procs;
       std::vector<std::string> ids;
       double total = 0;  // estimated cost of the runs to do

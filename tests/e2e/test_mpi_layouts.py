@@ -127,6 +127,9 @@ class Layouts(unittest.TestCase):
         r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 4, "--workers", "2,4", "--dry_run")
         self.assertIn("placed in advance, largest estimated cost first (its runs take different numbers of processes)",
                       r.stdout)
+        r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 3, *args, "--procs_per_run", "2", "--dry_run")
+        self.assertIn("placed in advance, largest estimated cost first (the processes per run do not divide the "
+                      "processes)", r.stdout)
 
     def test_a_failing_rank_aborts_the_job_and_finished_runs_are_kept(self):
         out = os.path.join(self.tmp, "fail")

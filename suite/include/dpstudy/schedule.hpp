@@ -21,7 +21,7 @@ struct Placement {
 std::vector<Placement> schedule_runs(const std::vector<double>& costs, const std::vector<int>& procs, int world);
 
 // Runs taken as processes become free: for studies whose runs all take the same
-// number of processes P, the job's processes form fixed groups of P, and the
+// number of processes P (dividing the job's), the processes form fixed groups of P, and the
 // first process of a group takes the next run (in the schedule's order) that no
 // other group has taken, by creating <dir>/<run id>.claim exclusively. A group
 // that draws short runs (a run stopped at its goal, a faster configuration)
