@@ -154,6 +154,11 @@ KeyValues RunConfig::key_values() const {
 }
 
 void validate(const RunConfig& c) {
+  for (const auto& [key, value] : c.key_values()) {  // inf passes every range check below
+    if (const auto* d = std::get_if<double>(&value); d && !std::isfinite(*d)) {
+      throw ConfigError(key, num(*d), "must be a finite number");
+    }
+  }
   try {
     dataset_spec(c.dataset);
   } catch (const UsageError&) {

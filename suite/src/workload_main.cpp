@@ -501,6 +501,15 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     po::notify(vm);
     if (g.mode != "train" && g.mode != "throughput") throw ConfigError("mode", g.mode, "is not one of: train, throughput");
+    if (g.procs_per_run < 0) {
+      throw ConfigError("procs_per_run", std::to_string(g.procs_per_run), "must be >= 0 (0: the default)");
+    }
+    if (!(g.checkpoint_interval >= 0) || !std::isfinite(g.checkpoint_interval)) {
+      throw ConfigError("checkpoint_interval", to_text(g.checkpoint_interval), "must be a number of seconds >= 0 (0: never)");
+    }
+    if (g.checkpoint_steps < 0) {
+      throw ConfigError("checkpoint_steps", std::to_string(g.checkpoint_steps), "must be >= 0 (0: not by steps)");
+    }
     if (g.placement != "dynamic" && g.placement != "static") {
       throw ConfigError("placement", g.placement, "is not one of: dynamic, static");
     }
@@ -667,11 +676,15 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       at::globalContext().setBenchmarkCuDNN(false);
     }
     if (g.threads < 0) throw ConfigError("threads", std::to_string(g.threads), "must be >= 0");
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    if (g.threads > 4 * cores) {  // OpenMP would start them all, and crawl
+      throw ConfigError("threads", std::to_string(g.threads),
+                        "is more than 4 threads per core of the " + std::to_string(cores) + " cores here");
+    }
     if (g.threads > 0) {
       at::set_num_threads(g.threads);
     } else if (session.active()) {
       // The cores of this node shared among its processes, so that they do not oversubscribe.
-      const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
       at::set_num_threads(std::max(1, cores / session.local_size()));
     }
 
