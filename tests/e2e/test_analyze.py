@@ -98,6 +98,18 @@ class Analyze(unittest.TestCase):
         out = self.analyze("summary", self.main, "--by", "overlapp", status=2)
         self.assertIn("grouping key 'overlapp' is not a column of the index", out)
         self.analyze("summary", self.main, "--by", "overlap", "--where", "lr=7", status=2)
+        for args, message in (
+                (["compare", "--factor", "overlap", "--baseline", "0.7"], "--baseline: '0.7' is not a level of overlap"),
+                (["power", "--factor", "overlap", "--effect", "-1"], "--effect: '-1' must be a standardised effect"),
+                (["power", "--factor", "overlap", "--effect", "inf"], "--effect: 'inf' must be a standardised effect"),
+                (["power", "--factor", "overlap", "--alpha", "5"], "--alpha: '5' must be in (0, 1)"),
+                (["steps-to-result", "--target", "90"], "--target: '90' must be in (0, 1]: test_accuracy is a fraction"),
+                (["summary", "--by", "overlap", "--metric", "test_accuracy@step=ten"],
+                 "'ten' is not a number of steps"),
+                (["plot", "--kind", "summary", "--by", "overlap", "--output", os.path.join(self.tmp, "no", "x.png")],
+                 "is in a folder that does not exist or cannot be written")):
+            out = self.analyze(args[0], self.main, *args[1:], status=2)
+            self.assertIn(message, out)
 
     def test_series_metric_curves_power_and_steps(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",

@@ -160,7 +160,11 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
   if (axis != "step" && axis != "epoch") {
     throw UsageError("metric '" + metric + "': expected SERIES@step=N or SERIES@epoch=E");
   }
-  const double where = std::strtod(point.c_str() + eq + 1, nullptr);
+  char* end = nullptr;
+  const double where = std::strtod(point.c_str() + eq + 1, &end);
+  if (end == point.c_str() + eq + 1 || *end != '\0' || !std::isfinite(where)) {
+    throw UsageError("metric '" + metric + "': '" + point.substr(eq + 1) + "' is not a number of " + axis + "s");
+  }
   for (const Run* run : runs) {
     const std::vector<double> x = series(*run, axis);
     const std::vector<double> y = series(*run, name);

@@ -147,9 +147,21 @@ double p_or_nan(F&& f, std::vector<std::string>& notes, const std::string& what)
   }
 }
 
+// A --baseline that is no level of the factor at all is a typo, not a missing level.
+void check_baseline(const Runs& r, const Options& o) {
+  if (o.baseline.empty()) return;
+  std::string levels;
+  for (const Group& g : group_runs(r, {o.factor}, true)) {
+    if (g.key_values[0] == o.baseline) return;
+    levels += (levels.empty() ? "" : ", ") + g.key_values[0];
+  }
+  throw ConfigError("baseline", o.baseline, "is not a level of " + o.factor + "; its levels: " + levels);
+}
+
 std::vector<Table> compare(const Runs& r, const Options& o) {
   if (o.factor.empty()) throw UsageError("compare needs --factor KEY");
   require_columns(r, {o.factor}, "--factor");
+  check_baseline(r, o);
   const std::string unit = metric_unit(r, o.metric);
   const std::vector<Group> all_levels = group_runs(r, {o.factor}, false);
   Table omni, pw;
@@ -229,6 +241,7 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
 std::vector<Table> power(const Runs& r, const Options& o) {
   if (o.factor.empty()) throw UsageError("power needs --factor KEY");
   require_columns(r, {o.factor}, "--factor");
+  check_baseline(r, o);
   Table t;
   t.title = "power of Welch's t-test on " + o.metric + " at alpha " + num(o.alpha) + ", power " + num(o.power);
   const std::string unit = metric_unit(r, o.metric);
@@ -343,6 +356,9 @@ std::string regime(double x0, double s0, double x1, double s1) {
 
 std::vector<Reach> reach_of(const Runs& r, const Options& o) {
   if (std::isnan(o.target)) throw UsageError("steps-to-result needs --target VALUE (e.g. 0.9 for 90 % accuracy)");
+  if (o.series.find("accuracy") != std::string::npos && !(o.target > 0 && o.target <= 1)) {
+    throw ConfigError("target", num(o.target), "must be in (0, 1]: " + o.series + " is a fraction (0.9 for 90 %)");
+  }
   const bool lower_is_better = o.series.find("loss") != std::string::npos;
   std::vector<Reach> out;
   for (const Group& g : group_runs(r, o.by, true)) {
@@ -656,6 +672,11 @@ int main(int argc, char** argv) {
       std::cout << kUsage << "\n" << named;
       return o.command.empty() && !vm.count("help") ? 2 : 0;
     }
+    if (vm.count("effect") && !(o.effect > 0 && std::isfinite(o.effect))) {
+      throw ConfigError("effect", num(o.effect), "must be a standardised effect d > 0, e.g. 0.5");
+    }
+    if (!(o.alpha > 0 && o.alpha < 1)) throw ConfigError("alpha", num(o.alpha), "must be in (0, 1)");
+    if (!(o.power > 0 && o.power < 1)) throw ConfigError("power", num(o.power), "must be in (0, 1)");
     o.by = split_list(by);
     o.within = split_list(within);
     const Format format = parse_format(o.format);

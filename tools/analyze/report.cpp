@@ -119,6 +119,12 @@ std::string terminal_for(const std::string& output) {
 }
 
 void run_gnuplot(const std::string& script, const std::string& data, const std::string& output) {
+  // A folder that is not there is the user's to fix, not gnuplot's to report.
+  std::string folder = std::filesystem::path(output).parent_path().string();
+  if (folder.empty()) folder = ".";
+  if (::access(folder.c_str(), W_OK) != 0) {
+    throw ConfigError("output", output, "is in a folder that does not exist or cannot be written (" + folder + ")");
+  }
   const std::string base = (std::filesystem::temp_directory_path() / ("dpstudy-plot-" + std::to_string(getpid()))).string();
   {
     std::ofstream(base + ".dat") << data;
