@@ -90,6 +90,11 @@ void write_fixtures(const std::string& dir, const FixtureOptions& o) {
     throw UsageError("fixtures need at least 5 training and 1 test image (5 CIFAR-10 batches), got " +
                      std::to_string(o.train) + " and " + std::to_string(o.test));
   }
+  constexpr std::int64_t kMost = 1000000;  // 3 GB of CIFAR-10 images per split; more is a typo
+  if (o.train > kMost || o.test > kMost) {
+    throw UsageError("fixtures hold at most " + std::to_string(kMost) + " images per split, got " +
+                     std::to_string(o.train) + " and " + std::to_string(o.test));
+  }
   std::vector<Written> written;
   Rng rng(o.seed);
   for (const char* name : {"mnist", "fashion-mnist"}) {
