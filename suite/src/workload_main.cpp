@@ -609,6 +609,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
 
     // Resolve every combination now: bad values are reported before anything runs.
     std::vector<PlannedRun> plan;
+    std::set<std::string> planned_ids;  // combinations that resolve to one config run once
     std::vector<std::string> invalid;
     std::size_t excluded = 0;
     for (const RawValues& base : cartesian_product(axes)) {
@@ -651,9 +652,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
           p.values.emplace_back("trial", std::to_string(trial));
         }
         p.id = run_id(workload.name, p.key_values);
-        if (std::none_of(plan.begin(), plan.end(), [&](const PlannedRun& q) { return q.id == p.id; })) {
-          plan.push_back(std::move(p));
-        }
+        if (planned_ids.insert(p.id).second) plan.push_back(std::move(p));
       } catch (const std::exception& e) {
         if (!study_mode) throw;
         invalid.push_back("  " + axes_text(combo, swept) + ": " + e.what());
