@@ -849,6 +849,9 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       } else {
         std::printf(" (no run of this study has finished yet, so no measured rate: run a few, then --dry_run again)\n");
       }
+      if (std::any_of(plan.begin(), plan.end(), [](const PlannedRun& q) { return q.config.stop_at_goal; })) {
+        std::printf("# runs with stop_at_goal end at their goal: the costs are upper bounds\n");
+      }
       return 0;
     }
     if (lead) {
