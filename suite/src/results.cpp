@@ -14,6 +14,7 @@
 
 #include "dpstudy/error.hpp"
 #include "dpstudy/fault.hpp"
+#include "dpstudy/runtime_info.hpp"
 
 namespace fs = std::filesystem;
 
@@ -58,10 +59,7 @@ void write_hdf5_atomically(const std::string& path, const std::function<void(h5:
   }
   // One temporary name per process: under MPI several run leaders may rewrite
   // the index at once, on nodes whose process ids can coincide (containers).
-  char host[256] = "host";
-  ::gethostname(host, sizeof host - 1);
-  host[sizeof host - 1] = '\0';
-  const std::string tmp = path + "." + host + "." + std::to_string(::getpid()) + ".tmp";
+  const std::string tmp = path + "." + host_name() + "." + std::to_string(::getpid()) + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw DataError(tmp, std::string("cannot create: ") + std::strerror(errno));
   auto give_up = [&](const std::string& what) {

@@ -81,4 +81,11 @@ std::string mpi_library_version() {
 #endif
 }
 
+std::string host_name() {
+  char host[256] = "";
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "unknown";
+  host[sizeof host - 1] = '\0';
+  return host;
+}
+
 }  // namespace dpstudy

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "dpstudy/file_io.hpp"
+#include "dpstudy/runtime_info.hpp"
 
 namespace dpstudy {
 
@@ -39,10 +40,7 @@ std::vector<Placement> schedule_runs(const std::vector<double>& costs, const std
 ClaimQueue::ClaimQueue(std::string dir, std::vector<std::string> ids) : dir_(std::move(dir)), ids_(std::move(ids)) {}
 
 long long ClaimQueue::next() {
-  char host[256] = "host";
-  ::gethostname(host, sizeof host - 1);
-  host[sizeof host - 1] = '\0';
-  const std::string who = std::string(host) + " " + std::to_string(::getpid()) + "\n";
+  const std::string who = host_name() + " " + std::to_string(::getpid()) + "\n";
   while (cursor_ < ids_.size()) {
     const std::size_t i = cursor_++;
     if (dir_.empty() || create_exclusive(dir_ + "/" + ids_[i] + ".claim", who)) return static_cast<long long>(i);

@@ -218,8 +218,6 @@ std::string axes_text(const RawValues& values, const std::vector<std::string>& s
 
 KeyValues provenance(int argc, char** argv, const TrainingData& data, int processes, bool deterministic) {
   const BuildInfo b = build_info();
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
   std::string checksums;
@@ -235,7 +233,7 @@ KeyValues provenance(int argc, char** argv, const TrainingData& data, int proces
           {"mpi_library", mpi_library_version()},
           {"hdf5", h5::library_version()},
           {"blas", blas.kind + " " + blas.library},
-          {"hostname", std::string(host)},
+          {"hostname", host_name()},
           {"processes", std::int64_t(processes)},
           {"threads", std::int64_t(at::get_num_threads())},
           {"device", data.train_x.device().str()},

@@ -20,5 +20,7 @@ std::string torch_version();
 // from /proc/self/exe so that an installed tree can be moved; "" if not there.
 std::string installed_share_dir();
 std::string mpi_library_version();  // "none" when built without MPI
+// This machine's name (gethostname), "unknown" if it has none.
+std::string host_name();
 
 }  // namespace dpstudy
