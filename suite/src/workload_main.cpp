@@ -813,10 +813,25 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                   plan.size(), excluded, complete, swept.empty() ? "-" : swept_text.c_str());
       std::printf("# results: %s; %d process(es)\n", study_dir.c_str(), session.size());
       for (const auto& note : data_notes) std::printf("%s\n", note.c_str());
+      // What another job on this study is doing shows in the folder: a claim is a
+      // run being trained now, a checkpoint a run that will resume.
+      std::set<std::string> claimed, resumable;
+      for (const auto& entry : fs::directory_iterator(runs_dir, ec)) {
+        const std::string f = entry.path().filename().string();
+        const auto dot = f.find('.');
+        if (f.size() > 6 && f.compare(f.size() - 6, 6, ".claim") == 0) claimed.insert(f.substr(0, dot));
+        if (f.find(".ckpt.") != std::string::npos) resumable.insert(f.substr(0, dot));
+      }
+      auto state_of = [&](std::size_t i) -> const char* {
+        if (state[i] == std::int64_t(RunFileState::complete)) return g.force ? "rerun" : "complete";
+        if (claimed.count(plan[i].id)) return "running";
+        if (resumable.count(plan[i].id)) return "resumable";
+        return state[i] == std::int64_t(RunFileState::corrupt) ? "corrupt" : "to run";
+      };
       std::printf("# %4s  %-16s  %-9s  %14s  %s\n", "run", "run id", "state", "cost (samples)", "axes");
       std::int64_t todo_cost = 0;
       for (std::size_t i = 0; i < plan.size(); ++i) {
-        std::printf("  %4zu  %-16s  %-9s  %14lld  %s\n", i + 1, plan[i].id.c_str(), to_run(i) ? "to run" : "complete",
+        std::printf("  %4zu  %-16s  %-9s  %14lld  %s\n", i + 1, plan[i].id.c_str(), state_of(i),
                     (long long)plan[i].cost, axes_text(plan[i].values, swept).c_str());
         if (to_run(i)) todo_cost += plan[i].cost;
       }

@@ -88,6 +88,21 @@ class Results(unittest.TestCase):
         self.assertEqual(r.stdout.count("to run"), 5)
         self.assertFalse(os.path.exists(out))
 
+    def test_dry_run_shows_what_another_job_is_doing(self):
+        out = os.path.join(self.tmp, "dry-states")
+        r = self.run_study("--workers", "1,2,4", "--dry_run", output=out)
+        ids = re.findall(r"^ +\d+ +([0-9a-f]{16}) +to run ", r.stdout, re.M)
+        self.assertEqual(len(ids), 3, r.stdout)
+        runs = os.path.join(out, "mlp-mnist", "runs")
+        os.makedirs(runs)
+        open(os.path.join(runs, ids[0] + ".claim"), "w").close()    # a group of a running MPI job took it
+        open(os.path.join(runs, ids[1] + ".ckpt.h5"), "w").close()  # an interrupted run
+        r = self.run_study("--workers", "1,2,4", "--dry_run", output=out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, ids[0] + r" +running ")
+        self.assertRegex(r.stdout, ids[1] + r" +resumable ")
+        self.assertRegex(r.stdout, ids[2] + r" +to run ")
+
     def test_dry_run_plans_with_the_official_size_when_the_dataset_is_not_here(self):
         empty = os.path.join(self.tmp, "no-data")
         os.makedirs(empty, exist_ok=True)
