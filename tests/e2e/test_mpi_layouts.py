@@ -131,6 +131,19 @@ class Layouts(unittest.TestCase):
         self.assertIn("placed in advance, largest estimated cost first (the processes per run do not divide the "
                       "processes)", r.stdout)
 
+    def test_a_failing_rank_aborts_a_dynamically_placed_job(self):
+        out = os.path.join(self.tmp, "fail-dyn")
+        env = dict(ENV, DPSTUDY_TEST_FAIL_AT="step:30", DPSTUDY_TEST_FAIL_RANK="1")
+        # 8 runs of 48 steps for 2 processes: rank 1 takes one of them long before rank 0 could finish them all.
+        r, seconds = self.study(out, 2, "--workers", "2", "--seeds", "8", "--procs_per_run", "1", env=env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertLess(seconds, 120)
+        self.assertRegex(r.stderr, r"error: rank 1 on \S+, run [0-9a-f]{16}: injected failure")
+        for name in os.listdir(os.path.join(out, "s", "runs")):
+            if name.endswith(".h5") and ".ckpt." not in name:
+                with h5py.File(os.path.join(out, "s", "runs", name), "r") as f:
+                    self.assertEqual(f["summary"].attrs["status"], "completed")
+
     def test_a_failing_rank_aborts_the_job_and_finished_runs_are_kept(self):
         out = os.path.join(self.tmp, "fail")
         env = dict(ENV, DPSTUDY_TEST_FAIL_AT="step:60", DPSTUDY_TEST_FAIL_RANK="1")
