@@ -28,7 +28,8 @@ void report(benchmark::State& state, const Dataset& d) {
 
 void BM_LoadFashionMnistTrain(benchmark::State& state) {
   const std::string dir = "/usr/share/datasets/fashion-mnist";
-  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz")) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz", ec)) {
     state.SkipWithError("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)");
     return;
   }
@@ -47,7 +48,7 @@ const std::string& fixture_dir(bool gzip) {
   static std::string dirs[2];
   std::string& dir = dirs[gzip];
   if (dir.empty()) {
-    dir = (std::filesystem::temp_directory_path() / ("dpstudy-bench-" + std::to_string(getpid()) +
+    dir = (std::filesystem::path(temp_folder()) / ("dpstudy-bench-" + std::to_string(getpid()) +
                                                      (gzip ? "-gz" : "-plain"))).string();
     const char* n = std::getenv("DPSTUDY_BENCH_IMAGES");
     write_fixtures(dir, {n ? std::atoll(n) : 60000, 10, 1, gzip});

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "dpstudy/augment.hpp"
+#include "dpstudy/file_io.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/metrics.hpp"
 #include "dpstudy/results.hpp"
@@ -74,7 +75,7 @@ void BM_RecordMetricsHdf5(benchmark::State& state) {
     }
   }
   r.summary.steps = steps;
-  const std::string path = (std::filesystem::temp_directory_path() / "dpstudy-bench-record.h5").string();
+  const std::string path = (std::filesystem::path(temp_folder()) / "dpstudy-bench-record.h5").string();
   for (auto _ : state) {
     write_hdf5_atomically(path, [&](h5::Group& root) { write_series(root, r, workers); }, "bench");
   }

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "dpstudy/file_io.hpp"
@@ -75,9 +76,11 @@ const std::string& study_with(int runs) {
   static std::map<int, std::string> dirs;
   std::string& dir = dirs[runs];
   if (dir.empty()) {
-    dir = (std::filesystem::temp_directory_path() /
+    dir = (std::filesystem::path(temp_folder()) /
            ("dpstudy-bench-index-" + std::to_string(getpid()) + "-" + std::to_string(runs))).string();
-    std::filesystem::create_directories(dir + "/runs");
+    std::error_code ec;
+    std::filesystem::create_directories(dir + "/runs", ec);
+    if (ec) throw std::runtime_error(dir + "/runs: cannot create: " + ec.message());
     for (int i = 0; i < runs; ++i) {
       const RunRecord rec = example_run(i);
       write_run_file(dir + "/runs/" + rec.run_id + ".h5", rec);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -169,6 +170,11 @@ void remove_tree(const std::string& dir) noexcept {
         return 0;
       },
       16, FTW_DEPTH | FTW_PHYS);
+}
+
+std::string temp_folder() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
 }
 
 bool create_exclusive(const std::string& path, const std::string& text) {

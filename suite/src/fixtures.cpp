@@ -83,6 +83,12 @@ void write_cifar_file(const fs::path& dir, const std::string& file, std::int64_t
   put(dir, "cifar10", file, std::move(bytes), false, "cifar-10-binary.tar.gz", out);
 }
 
+void make_folder(const fs::path& d) {
+  std::error_code ec;
+  fs::create_directories(d, ec);
+  if (ec) throw DataError(d.string(), "cannot create the folder: " + ec.message());
+}
+
 }  // namespace
 
 void write_fixtures(const std::string& dir, const FixtureOptions& o) {
@@ -99,12 +105,12 @@ void write_fixtures(const std::string& dir, const FixtureOptions& o) {
   Rng rng(o.seed);
   for (const char* name : {"mnist", "fashion-mnist"}) {
     const fs::path d = fs::path(dir) / name;
-    fs::create_directories(d);
+    make_folder(d);
     write_idx_split(d, name, "train", o.train, o.gzip, rng, written);
     write_idx_split(d, name, "t10k", o.test, o.gzip, rng, written);
   }
   const fs::path c = fs::path(dir) / "cifar10";
-  fs::create_directories(c);
+  make_folder(c);
   for (int b = 0; b < 5; ++b) {
     const std::int64_t n = o.train / 5 + (b < o.train % 5 ? 1 : 0);
     write_cifar_file(c, "data_batch_" + std::to_string(b + 1) + ".bin", n, rng, written);

@@ -107,7 +107,7 @@ TEST(Cifar10, MissingBatchIsListed) {
   test::ScopedEnv no_env("DPSTUDY_DATA_DIR", nullptr);
   ScratchDir dir;
   write_fixtures(dir.str(), {10, 10, 5, true});
-  std::filesystem::remove(dir.path() / "cifar10/data_batch_3.bin");
+  test::remove_file(dir.path() / "cifar10/data_batch_3.bin");
   try {
     load_dataset("cifar10", Split::train, {dir.str()});
     FAIL() << "expected a DataError";

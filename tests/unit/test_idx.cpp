@@ -55,8 +55,8 @@ TEST(Idx, FixturesLoadTheSameGzippedOrPlain) {
   ScratchDir gz, plain;
   write_fixtures(gz.str(), {600, 100, 7, true});
   write_fixtures(plain.str(), {600, 100, 7, false});
-  EXPECT_TRUE(std::filesystem::exists(gz.path() / "mnist/train-images-idx3-ubyte.gz"));
-  EXPECT_TRUE(std::filesystem::exists(plain.path() / "mnist/train-images-idx3-ubyte"));
+  EXPECT_TRUE(test::file_exists(gz.path() / "mnist/train-images-idx3-ubyte.gz"));
+  EXPECT_TRUE(test::file_exists(plain.path() / "mnist/train-images-idx3-ubyte"));
   for (Split split : {Split::train, Split::test}) {
     const Dataset a = load_dataset("mnist", split, {gz.str()});
     const Dataset b = load_dataset("mnist", split, {plain.str()});
@@ -114,7 +114,7 @@ TEST_F(IdxBadInput, TruncatedGzipFile) {
   auto compressed = test::read_bytes(gz_path);
   compressed.resize(compressed.size() / 2);
   write_bytes(images_path() + ".gz", compressed);
-  std::filesystem::remove(images_path());  // only the .gz copy is there
+  test::remove_file(images_path());  // only the .gz copy is there
   expect_data_error(dir_.str(), images_path() + ".gz", "truncated");
 }
 
@@ -142,7 +142,7 @@ TEST_F(IdxBadInput, ImageAndLabelCountsDisagree) {
 }
 
 TEST_F(IdxBadInput, MissingFilesListEveryPlaceSearched) {
-  std::filesystem::remove(dir_.path() / "mnist/train-labels-idx1-ubyte");
+  test::remove_file(dir_.path() / "mnist/train-labels-idx1-ubyte");
   write_images(0x803, {10, 28, 28}, 10 * 784);
   LoadOptions opt;
   opt.data_dir = dir_.str();

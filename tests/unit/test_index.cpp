@@ -45,7 +45,7 @@ void write_run(const std::string& study_dir, const std::string& id, double accur
   r.eval.worker_divergence = {0};
   r.summary.final_test_accuracy = accuracy;
   r.summary.steps = 2;
-  std::filesystem::create_directories(study_dir + "/runs");
+  make_dirs(study_dir + "/runs");
   write_run_file(study_dir + "/runs/" + id + ".h5", rec);
 }
 

@@ -35,7 +35,7 @@ void expect_split(const Dataset& d, std::int64_t n, const std::vector<std::int64
 
 TEST(RealData, MnistTestSet) {
   const std::string dir = from_env_or("DPSTUDY_TEST_MNIST_T10K", DPSTUDY_TEST_MNIST_T10K);
-  if (!std::filesystem::exists(dir + "/t10k-images-idx3-ubyte.gz")) {
+  if (!test::file_exists(dir + "/t10k-images-idx3-ubyte.gz")) {
     GTEST_SKIP() << "real MNIST test set not found in " << dir
                  << " (expected beside the checkout at ../shared/datasets/mnist-t10k)";
   }
@@ -50,7 +50,7 @@ TEST(RealData, MnistTestSet) {
 
 TEST(RealData, FashionMnistFull) {
   const std::string dir = from_env_or("DPSTUDY_TEST_FASHION_MNIST", DPSTUDY_TEST_FASHION_MNIST);
-  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz")) {
+  if (!test::file_exists(dir + "/train-images-idx3-ubyte.gz")) {
     GTEST_SKIP() << "Fashion-MNIST not found in " << dir
                  << " (apt-get install dataset-fashion-mnist, or tools/install-deps)";
   }

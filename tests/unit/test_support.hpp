@@ -15,11 +15,30 @@
 
 namespace dpstudy::test {
 
-// A fresh folder under the system temp dir, removed at the end of the test.
+// The unit tests call only the std::filesystem functions the workloads call
+// (the error_code forms): a PyTorch wheel's libtorch_cpu.so exports its own
+// copies of libstdc++'s filesystem code (pytorch/pytorch#133437), and the
+// workloads' set is the one checked against a wheel on a GPU (docs/gpu.md).
+inline void make_dirs(const std::filesystem::path& p) {
+  std::error_code ec;
+  std::filesystem::create_directories(p, ec);
+  if (ec) throw std::runtime_error("cannot create " + p.string() + ": " + ec.message());
+}
+inline void remove_file(const std::filesystem::path& p) {  // a missing file is no error
+  std::error_code ec;
+  std::filesystem::remove(p, ec);
+  if (ec) throw std::runtime_error("cannot remove " + p.string() + ": " + ec.message());
+}
+inline bool file_exists(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::exists(p, ec);
+}
+
+// A fresh folder under $TMPDIR (or /tmp), removed at the end of the test.
 class ScratchDir {
  public:
   ScratchDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "dpstudy-test-XXXXXX").string();
+    std::string templ = temp_folder() + "/dpstudy-test-XXXXXX";
     const char* made = mkdtemp(templ.data());
     if (made == nullptr) {
       throw std::runtime_error("ScratchDir: cannot create " + templ + ": " + std::strerror(errno) +
@@ -38,7 +57,7 @@ class ScratchDir {
 };
 
 inline void write_bytes(const std::filesystem::path& p, const std::vector<std::uint8_t>& bytes, bool gzip = false) {
-  std::filesystem::create_directories(p.parent_path());
+  make_dirs(p.parent_path());
   OutputFile f(p.string(), gzip);
   f.write(bytes.data(), bytes.size());
   f.close();

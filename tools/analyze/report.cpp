@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "dpstudy/error.hpp"
+#include "dpstudy/file_io.hpp"
 
 namespace dpstudy::analyze {
 
@@ -125,7 +126,7 @@ void run_gnuplot(const std::string& script, const std::string& data, const std::
   if (::access(folder.c_str(), W_OK) != 0) {
     throw ConfigError("output", output, "is in a folder that does not exist or cannot be written (" + folder + ")");
   }
-  const std::string base = (std::filesystem::temp_directory_path() / ("dpstudy-plot-" + std::to_string(getpid()))).string();
+  const std::string base = temp_folder() + "/dpstudy-plot-" + std::to_string(getpid());
   {
     std::ofstream(base + ".dat") << data;
     std::ofstream(base + ".gp") << "datafile = '" << base << ".dat'\nset output '" << output << "'\n" << script;

@@ -77,6 +77,9 @@ class OutputFile {
 // (pytorch/pytorch#133437), and a program linked against such a wheel can bind
 // to that copy and crash.
 void remove_tree(const std::string& dir) noexcept;
+// Where scratch files go: $TMPDIR, or /tmp (temp_directory_path's answer,
+// without calling into the filesystem library, for the reason above).
+std::string temp_folder();
 
 // Creates `path` holding `text` only if no such file exists (O_CREAT | O_EXCL:
 // atomic on local, NFS and parallel file systems). False when it exists; any
