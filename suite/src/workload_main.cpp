@@ -192,19 +192,19 @@ void print_result(const RunResult& r) {
   if (s.steps_to_goal >= 0) row("steps_to_goal", double(s.steps_to_goal), "steps");
 }
 
-// Every checkpoint file of run `id` in `runs_dir`, of any processes per run:
-// <id>.ckpt.h5 (one process) and <id>.ckpt.r<rank>of<P>.h5.
-std::vector<std::string> checkpoint_files(const fs::path& runs_dir, const std::string& id) {
-  std::vector<std::string> out;
+// The checkpoint files in `runs_dir` by run id, of any processes per run:
+// <id>.ckpt.h5 (one process) and <id>.ckpt.r<rank>of<P>.h5. Listed once at the
+// start of a study, not per run (a listing of a 4,000-run folder per run adds up).
+std::map<std::string, std::vector<std::string>> checkpoints_by_run(const fs::path& runs_dir) {
+  std::map<std::string, std::vector<std::string>> out;
   std::error_code ec;
-  const std::string prefix = id + ".ckpt.";
   for (const auto& entry : fs::directory_iterator(runs_dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.compare(0, prefix.size(), prefix) == 0 && entry.path().extension() == ".h5") {
-      out.push_back(entry.path().string());
+    const auto at = name.find(".ckpt.");
+    if (at != std::string::npos && entry.path().extension() == ".h5") {
+      out[name.substr(0, at)].push_back(entry.path().string());
     }
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -805,6 +805,8 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     const bool divides = session.size() % group_procs == 0;
     const bool dynamic = g.placement == "dynamic" && uniform && divides;
 
+    const auto checkpoints = checkpoints_by_run(runs_dir);  // as the study starts
+
     if (g.dry_run) {
       if (!lead) return 0;
       std::string swept_text;
@@ -815,17 +817,15 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       for (const auto& note : data_notes) std::printf("%s\n", note.c_str());
       // What another job on this study is doing shows in the folder: a claim is a
       // run being trained now, a checkpoint a run that will resume.
-      std::set<std::string> claimed, resumable;
+      std::set<std::string> claimed;
       for (const auto& entry : fs::directory_iterator(runs_dir, ec)) {
         const std::string f = entry.path().filename().string();
-        const auto dot = f.find('.');
-        if (f.size() > 6 && f.compare(f.size() - 6, 6, ".claim") == 0) claimed.insert(f.substr(0, dot));
-        if (f.find(".ckpt.") != std::string::npos) resumable.insert(f.substr(0, dot));
+        if (f.size() > 6 && f.compare(f.size() - 6, 6, ".claim") == 0) claimed.insert(f.substr(0, f.size() - 6));
       }
       auto state_of = [&](std::size_t i) -> const char* {
         if (state[i] == std::int64_t(RunFileState::complete)) return g.force ? "rerun" : "complete";
         if (claimed.count(plan[i].id)) return "running";
-        if (resumable.count(plan[i].id)) return "resumable";
+        if (checkpoints.count(plan[i].id)) return "resumable";
         return state[i] == std::int64_t(RunFileState::corrupt) ? "corrupt" : "to run";
       };
       std::printf("# %4s  %-16s  %-9s  %14s  %s\n", "run", "run id", "state", "cost (samples)", "axes");
@@ -948,7 +948,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
           resume = false;
         }
       }
-      if (!resume && !g.force && leader && !checkpoint_files(runs_dir, p.id).empty()) {
+      if (!resume && !g.force && leader && checkpoints.count(p.id)) {
         o.line(tag + "its checkpoints are not a complete set for " + std::to_string(nprocs) +
                " process(es) at one step (made with another --procs_per_run, or a kill between their writes); "
                "starting over");
@@ -979,7 +979,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         const auto io0 = Clock::now();
         rec.provenance = provenance(argc, argv, d, nprocs, g.deterministic);
         write_run_file(file, rec);
-        for (const auto& f : checkpoint_files(runs_dir, p.id)) fs::remove(f, ec);  // also another layout's
+        for (int q = 0; q < nprocs; ++q) fs::remove(ckpt_of(q), ec);
+        if (const auto old = checkpoints.find(p.id); old != checkpoints.end()) {
+          for (const auto& f : old->second) fs::remove(f, ec);  // also another layout's
+        }
         const RunSummary& sm = rec.result.summary;
         char buf[200];
         std::snprintf(buf, sizeof buf, ": %s, final test accuracy %.2f %%, %.1f s", to_string(sm.status).c_str(),
