@@ -62,7 +62,8 @@ std::string closest_key(const std::string& key, const std::vector<std::string>& 
   return best;
 }
 
-RawValues read_study_file(const std::string& path, const std::vector<std::string>& known, std::string* text) {
+RawValues read_study_file(const std::string& path, const std::vector<std::string>& known, std::string* text,
+                          const std::string& workload) {
   std::ifstream in(path);
   if (!in) throw UsageError(path + ": cannot open the study file");
   std::stringstream buffer;
@@ -74,6 +75,19 @@ RawValues read_study_file(const std::string& path, const std::vector<std::string
     parsed = po::parse_config_file(again, po::options_description(), /*allow_unregistered=*/true);
   } catch (const po::error& e) {
     throw UsageError(path + ": " + e.what());
+  }
+  for (const auto& opt : parsed.options) {
+    const std::string& full = opt.string_key;
+    const bool is_workload = full == "workload" || (full.size() > 9 && full.compare(full.size() - 9, 9, ".workload") == 0);
+    if (!is_workload) continue;
+    const std::string value = opt.value.empty() ? "" : trim(opt.value.front());
+    if (value.empty()) break;  // reported below
+    const std::vector<std::string> allowed = split_axis("workload", value, false);
+    if (std::find(allowed.begin(), allowed.end(), workload) != allowed.end()) break;
+    std::string names;
+    for (const auto& a : allowed) names += (names.empty() ? "dpstudy-" : " or dpstudy-") + a;
+    throw UsageError(path + ": this study is for " + names + " (its workload key), not dpstudy-" + workload +
+                     "; run it with that executable, or copy the file and change its workload key");
   }
   RawValues values;
   std::set<std::string> seen;

@@ -522,7 +522,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
 
     // Study file first, then the command line on top.
     std::vector<std::string> study_keys = keys;
-    for (const char* k : {"name", "seeds", "exclude"}) study_keys.push_back(k);
+    for (const char* k : {"name", "seeds", "exclude", "workload"}) study_keys.push_back(k);
     for (const auto& k : search_keys()) study_keys.push_back(k);
     RawValues values;
     std::string study_text;
@@ -538,7 +538,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
           }
         }
       }
-      values = read_study_file(g.study_file, study_keys, &study_text);
+      values = read_study_file(g.study_file, study_keys, &study_text, workload.name);
     }
     for (const auto& k : study_keys) {
       if (!vm.count(k)) continue;
@@ -559,6 +559,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       }
       return v;
     };
+    take("workload");  // checked by read_study_file: a study says which workloads it was written for
     std::string name = take("name");
     const std::string seeds = take("seeds");
     const std::string exclude = take("exclude");

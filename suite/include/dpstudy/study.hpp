@@ -18,8 +18,10 @@ using RawValues = std::vector<std::pair<std::string, std::string>>;
 // Reads a study file (INI; [sections] only group keys: "[sweep] workers = 1,2"
 // and "workers = 1,2" are the same key). Throws UsageError naming the file and
 // key for unknown keys (with the closest known one), repeated keys and empty values.
+// A `workload` key lists the workloads the study is for; a study for others is
+// refused before its keys are checked (they are another model's), naming both.
 RawValues read_study_file(const std::string& path, const std::vector<std::string>& known_keys,
-                          std::string* text);
+                          std::string* text, const std::string& workload);
 
 // The closest of `candidates` to `key` (edit distance), for "did you mean".
 std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);
