@@ -139,8 +139,10 @@ class Analyze(unittest.TestCase):
                 study = self.batch if kind in ("steps", "best_lr") else self.main
                 self.analyze("plot", study, "--kind", kind, "--output", path, *args)
                 with open(path, "rb") as f:
-                    head = f.read(8)
-                self.assertTrue(head.startswith(b"\x89PNG") if ext == "png" else b"<?xml" in head or b"<svg" in head)
+                    content = f.read()
+                self.assertTrue(content.startswith(b"\x89PNG") if ext == "png" else b"<?xml" in content[:8] or b"<svg" in content[:8])
+                if ext == "svg" and "--where" in args:  # a figure of a slice says which slice
+                    self.assertIn(b"lr=0.05", content)
         out = self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap", "--output", "x.pdf", status=2)
         self.assertIn("must end in .png or .svg", out)
 

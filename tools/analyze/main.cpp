@@ -526,6 +526,23 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
 }
 
 // ---- plot ----
+// A gnuplot title expression: the text, and under it the --where filters, so a
+// figure that shows a slice of a study says which.
+std::string plot_title(const std::string& text, const Options& o) {
+  const auto quoted = [](const std::string& x) {  // gnuplot's single quotes: '' is a quote
+    std::string q = "'";
+    for (char c : x) q += c == '\'' ? std::string("''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string t = quoted(text);
+  if (!o.where.empty()) {
+    std::string filters;
+    for (const std::string& w : o.where) filters += (filters.empty() ? "" : ", ") + w;
+    t += ".\"\\n\"." + quoted(filters);
+  }
+  return t + " noenhanced";
+}
+
 void plot(const Runs& r, const Options& o) {
   if (o.output.empty()) throw UsageError("plot needs --output FILE.png or FILE.svg");
   const std::string term = terminal_for(o.output);
@@ -551,7 +568,7 @@ void plot(const Runs& r, const Options& o) {
                       (lines_keys.empty() ? o.metric : label(lines_keys, line.key_values)) + "'");
     }
     script << "set xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "'\nset ylabel '" << with_unit(o.metric, metric_unit(r, o.metric))
-           << "'\nset title '" << o.metric << ": mean and 95 % confidence interval over seeds' noenhanced\n"
+           << "'\nset title " << plot_title(o.metric + ": mean and 95 % confidence interval over seeds", o) << "\n"
            << "set offsets graph 0.05, graph 0.05, 0, 0\nset xlabel noenhanced\nset ylabel noenhanced\nset key noenhanced\n";
     script << "plot ";
     for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
@@ -573,7 +590,7 @@ void plot(const Runs& r, const Options& o) {
     }
     script << "set xlabel '" << with_unit(o.x, metric_unit(r, o.x)) << "' noenhanced\nset ylabel '"
            << with_unit(o.series, metric_unit(r, o.series)) << "' noenhanced\nset key noenhanced\n"
-           << "set title 'learning curves: mean and 95 % band over seeds'\nplot ";
+           << "set title " << plot_title("learning curves: mean and 95 % band over seeds", o) << "\nplot ";
     for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
   } else if (o.kind == "steps") {
     const std::vector<Reach> reach = reach_of(r, o);
@@ -590,7 +607,7 @@ void plot(const Runs& r, const Options& o) {
       ps = rc.best;
     }
     script << "set logscale xy 2\nset xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "' noenhanced\nset ylabel 'steps to " << o.series
-           << " " << num(o.target) << " (steps)' noenhanced\nset title 'steps to result' noenhanced\n"
+           << " " << num(o.target) << " (steps)' noenhanced\nset title " << plot_title("steps to result", o) << "\n"
            << "plot datafile using 1:2 with linespoints lw 2 pt 7 title 'best trial', "
            << "datafile using 1:3 with lines dt 2 lw 2 title 'perfect scaling', "
            << "datafile using 1:2:4 with labels noenhanced offset 0,1.2 font ',9' notitle";
@@ -606,7 +623,7 @@ void plot(const Runs& r, const Options& o) {
            << format_number(l0 * std::sqrt(x / x0)) << "\n";
     }
     script << "set logscale xy 2\nset xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "' noenhanced\n"
-           << "set ylabel 'learning rate of the best trial' noenhanced\nset title 'best learning rate' noenhanced\n"
+           << "set ylabel 'learning rate of the best trial' noenhanced\nset title " << plot_title("best learning rate", o) << "\n"
            << "plot datafile using 1:2 with linespoints lw 2 pt 7 title 'best trial', "
            << "datafile using 1:3 with lines dt 2 lw 2 title 'linear rule', "
            << "datafile using 1:4 with lines dt 3 lw 2 title 'square-root rule'";
