@@ -298,6 +298,17 @@ char Group::dataset_kind(const std::string& name) const {
   return kind_of(type);
 }
 
+std::string Group::dataset_units(const std::string& name) const {
+  Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
+  if (H5Aexists(ds, "units") <= 0) return "";
+  Id attr(H5Aopen(ds, "units", H5P_DEFAULT), H5Aclose, path_, "units of " + name);
+  Id type(H5Aget_type(attr), H5Tclose, path_, "type of the units of " + name);
+  if (kind_of(type) != 's') throw Hdf5Error(path_, "the units attribute of " + name + " is not a string");
+  const std::string s = read_string_value(type, [&](hid_t mem, void* buf) { return H5Aread(attr, mem, buf); });
+  if (s == "\x01") fail(path_, "cannot read the units of " + name);
+  return s;
+}
+
 void Group::link_external(const std::string& name, const std::string& file, const std::string& object) {
   check(H5Lcreate_external(file.c_str(), object.c_str(), hid_t(id_), name.c_str(), H5P_DEFAULT, H5P_DEFAULT), path_,
         "cannot link " + name + " to " + file);

@@ -306,7 +306,11 @@ std::string unit_of(const std::string& key) {
       {"compute_time_s", "s"},             {"comm_time_s", "s"},               {"eval_time_s", "s"},
       {"steps", "step"},                   {"steps_per_epoch", "step"},        {"batch_size", "samples"},
       {"epochs", "epoch"},                 {"warmup_epochs", "epoch"},         {"sync_period", "step"},
-      {"group_sync_period", "step"},       {"eval_every", "step"},             {"block_size", "samples"}};
+      {"group_sync_period", "step"},       {"eval_every", "step"},             {"block_size", "samples"},
+      {"test_every", "step"},              {"steps_to_goal", "step"},          {"time_to_goal_s", "s"},
+      {"overlap", "fraction"},             {"validation_fraction", "fraction"}, {"goal_error", "fraction"},
+      {"sparsity", "fraction"},            {"sparsity_achieved", "fraction"},  {"parameters", "count"},
+      {"lr_decay_steps", "step"},          {"local_sgd_from_epoch", "epoch"}};
   const auto it = units.find(key);
   return it == units.end() ? "" : it->second;
 }

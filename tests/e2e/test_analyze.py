@@ -65,6 +65,16 @@ class Analyze(unittest.TestCase):
         with_div = self.analyze("summary", self.main, "--by", "lr", "--include_diverged", "--format", "csv")
         self.assertIn("1000,9,9", with_div)
 
+    def test_units_come_from_the_files(self):
+        # Index columns: their units attributes; series at a point: the run files' (L2 norm);
+        # dimensionless ("1") prints as no unit.
+        self.assertIn("mean (s)", self.analyze("summary", self.main, "--by", "lr", "--metric", "wall_time_s"))
+        out = self.analyze("summary", self.main, "--by", "lr", "--where", "lr=0.05", "--metric",
+                           "worker_divergence@epoch=1")
+        self.assertIn("mean (L2 norm)", out)
+        out = self.analyze("curves", self.main, "--where", "lr=0.05", "--series", "test_loss")
+        self.assertIn("mean (nats)", out)
+
     def test_compare_with_holm_and_paired_tests(self):
         out = self.analyze("compare", self.main, "--factor", "overlap", "--within", "sync_period", "--where", "lr=0.05")
         self.assertIn("one-way ANOVA", out)

@@ -130,3 +130,18 @@ TEST(StudyIndex, AnIntegerColumnMeetingAStringBecomesFloatsWithNaN) {
   EXPECT_EQ(k[0], 7.0);
   EXPECT_TRUE(std::isnan(k[1]));
 }
+
+TEST(Hdf5, DatasetUnitsAreReadBackAndEmptyWithout) {
+  ScratchDir scratch;
+  const std::string dir = scratch.str();
+  {
+    h5::File f = h5::File::create(dir + "/u.h5");
+    h5::Group g = f.root();
+    g.write("with", std::vector<double>{1.0}, "L2 norm");
+    g.write("without", std::vector<double>{1.0});
+  }
+  const h5::File f = h5::File::open_read(dir + "/u.h5");
+  EXPECT_EQ(f.root().dataset_units("with"), "L2 norm");
+  EXPECT_EQ(f.root().dataset_units("without"), "");
+  EXPECT_THROW(f.root().dataset_units("absent"), Hdf5Error);
+}

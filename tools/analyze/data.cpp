@@ -74,6 +74,9 @@ Runs load_studies(const std::vector<std::string>& dirs) {
         n = nums[name].size();
       }
       if (std::find(r.columns.begin(), r.columns.end(), name) == r.columns.end()) r.columns.push_back(name);
+      if (!r.units.count(name)) {
+        if (std::string u = idx.dataset_units(name); !u.empty()) r.units[name] = u;
+      }
     }
     for (std::size_t i = 0; i < n; ++i) {
       Run run;
@@ -83,17 +86,6 @@ Runs load_studies(const std::vector<std::string>& dirs) {
       r.runs.push_back(std::move(run));
     }
   }
-  for (const char* c : {"final_test_accuracy", "best_test_accuracy", "final_val_accuracy"}) r.units[c] = "fraction";
-  for (const char* c : {"wall_time_s", "compute_time_s", "comm_time_s", "eval_time_s"}) r.units[c] = "s";
-  r.units["final_test_loss"] = "nats";
-  r.units["samples_per_s"] = "samples/s";
-  r.units["steps"] = "steps";
-  // Configuration keys used as axes.
-  for (const char* c : {"overlap", "validation_fraction"}) r.units[c] = "fraction of the data";
-  for (const char* c : {"sync_period", "group_sync_period", "eval_every", "step"}) r.units[c] = "steps";
-  for (const char* c : {"batch_size", "block_size", "samples"}) r.units[c] = "samples";
-  r.units["epoch"] = "epochs";
-  r.units["time_s"] = "s";
   return r;
 }
 
@@ -182,11 +174,28 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
 }
 
 std::string metric_unit(const Runs& r, const std::string& metric) {
+  // The units attributes the suite wrote: the index's columns, else the series
+  // in the first run file that has it. "1" (dimensionless) prints as no unit.
   const std::string base = metric.substr(0, metric.find('@'));
-  if (auto it = r.units.find(base); it != r.units.end()) return it->second;
-  if (base.find("accuracy") != std::string::npos) return "fraction";
-  if (base.find("loss") != std::string::npos) return "nats";
-  return "";
+  std::string unit;
+  if (auto it = r.units.find(base); it != r.units.end()) {
+    unit = it->second;
+  } else {
+    for (const Run& run : r.runs) {
+      std::error_code ec;
+      if (!fs::exists(run.file, ec)) continue;
+      const h5::File f = h5::File::open_read(run.file);
+      for (const char* group : {"eval", "train"}) {
+        const h5::Group g = f.root().open_group(group);
+        if (g.has(base)) {
+          unit = g.dataset_units(base);
+          break;
+        }
+      }
+      break;
+    }
+  }
+  return unit == "1" ? "" : unit;
 }
 
 std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& keys, bool include_diverged) {

@@ -66,6 +66,8 @@ class Group {
   std::vector<std::string> read_strings(const std::string& name) const;
   // Dataset type: 'i', 'f' or 's'.
   char dataset_kind(const std::string& name) const;
+  // The dataset's "units" attribute, or "" when it has none.
+  std::string dataset_units(const std::string& name) const;
   // A link `name` to object `object` in another file (path relative to this file).
   void link_external(const std::string& name, const std::string& file, const std::string& object);
 
