@@ -1,10 +1,18 @@
 #include "dpstudy/schedule.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <numeric>
+#include <sstream>
 
 #include "dpstudy/file_io.hpp"
 #include "dpstudy/runtime_info.hpp"
@@ -37,23 +45,131 @@ std::vector<Placement> schedule_runs(const std::vector<double>& costs, const std
   return out;
 }
 
-ClaimQueue::ClaimQueue(std::string dir, std::vector<std::string> ids) : dir_(std::move(dir)), ids_(std::move(ids)) {}
+ClaimQueue::ClaimQueue(std::string dir, std::vector<std::string> ids, double stale_after_s,
+                       std::function<bool(std::size_t)> finished_elsewhere)
+    : dir_(std::move(dir)),
+      ids_(std::move(ids)),
+      stale_after_s_(stale_after_s),
+      finished_elsewhere_(std::move(finished_elsewhere)) {}
+
+namespace {
+
+// Under Slurm, which job and which start of it (a requeued job keeps its id and
+// counts its restarts): "<job id> <restart>", or "- 0" outside Slurm.
+std::string slurm_job() {
+  const char* id = std::getenv("SLURM_JOB_ID");
+  const char* restart = std::getenv("SLURM_RESTART_COUNT");
+  return std::string(id && *id ? id : "-") + " " + (restart && *restart ? restart : "0");
+}
+
+// The claim this process holds now (one run at a time), for release_held().
+std::string& held_claim() {
+  static std::string path;
+  return path;
+}
+
+}  // namespace
+
+void ClaimQueue::release_held() {
+  if (!held_claim().empty()) ::unlink(held_claim().c_str());
+  held_claim().clear();
+}
 
 long long ClaimQueue::next() {
-  const std::string who = host_name() + " " + std::to_string(::getpid()) + "\n";
-  while (cursor_ < ids_.size()) {
-    const std::size_t i = cursor_++;
-    if (dir_.empty() || create_exclusive(dir_ + "/" + ids_[i] + ".claim", who)) return static_cast<long long>(i);
+  const std::string who = host_name() + " " + std::to_string(::getpid()) + " " + slurm_job() + "\n";
+  // Once through the runs in order, then once more through those another job
+  // held: its holder may have died since (a job killed just before this one started).
+  while (cursor_ < ids_.size() || rescan_ < held_.size()) {
+    const bool first_pass = cursor_ < ids_.size();
+    const std::size_t i = first_pass ? cursor_++ : held_[rescan_++];
+    if (finished_elsewhere_ && finished_elsewhere_(i)) continue;
+    if (dir_.empty()) return static_cast<long long>(i);
+    const std::string path = claim_path(i);
+    bool mine = create_exclusive(path, who);
+    if (!mine && is_stale(path, stale_after_s_)) {
+      // Two jobs taking over the same stale claim at the same instant may both
+      // run it: duplicate work with the same bits, never a corrupt result.
+      ::unlink(path.c_str());
+      mine = create_exclusive(path, who);
+    }
+    if (!mine) {
+      if (first_pass) held_.push_back(i);
+      continue;
+    }
+    if (finished_elsewhere_ && finished_elsewhere_(i)) {  // between the check above and the claim
+      release(i);
+      continue;
+    }
+    held_claim() = path;
+    return static_cast<long long>(i);
   }
   return -1;
 }
 
-void ClaimQueue::remove_claims(const std::string& dir) {
+void ClaimQueue::heartbeat(std::size_t i) const {
+  if (!dir_.empty()) ::utimensat(AT_FDCWD, claim_path(i).c_str(), nullptr, 0);
+}
+
+void ClaimQueue::release(std::size_t i) const {
+  if (dir_.empty()) return;
+  ::unlink(claim_path(i).c_str());
+  if (held_claim() == claim_path(i)) held_claim().clear();
+}
+
+bool ClaimQueue::is_stale(const std::string& path, double stale_after_s) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;  // gone: nothing to take over
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const double age = double(now.tv_sec - st.st_mtim.tv_sec) + 1e-9 * double(now.tv_nsec - st.st_mtim.tv_nsec);
+  if (age > stale_after_s) return true;
+  // The holder: a claim's text "<host> <pid>", a temporary file's name "<...>.<host>.<pid>.tmp".
+  const std::string host = host_name();
+  long pid = 0;
+  bool here = false;
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".tmp") == 0) {
+    const std::string stem = path.substr(0, path.size() - 4);
+    const std::size_t dot = stem.rfind('.');
+    if (dot != std::string::npos) {
+      const std::string tail = stem.substr(dot + 1), head = stem.substr(0, dot);
+      here = head.size() > host.size() && head.compare(head.size() - host.size(), host.size(), host) == 0 &&
+             head[head.size() - host.size() - 1] == '.';
+      pid = std::strtol(tail.c_str(), nullptr, 10);
+    }
+  } else {
+    std::ifstream in(path);
+    std::string holder_host, job;
+    long restart = 0;
+    in >> holder_host >> pid;
+    here = bool(in) && holder_host == host;
+    // An earlier start of this Slurm job (requeued, maybe onto other nodes) held it.
+    if (in >> job >> restart && job != "-") {
+      std::istringstream mine(slurm_job());
+      std::string my_job;
+      long my_restart = 0;
+      mine >> my_job >> my_restart;
+      if (job == my_job && restart < my_restart) return true;
+    }
+  }
+  // A process of this host that is gone, or a zombie nobody reaped: its job was
+  // killed (a pid that another process has taken since keeps the claim until it ages out).
+  if (!here || pid <= 0) return false;
+  if (::kill(pid_t(pid), 0) != 0) return errno == ESRCH;
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat_file, line);
+  const std::size_t paren = line.rfind(')');  // "pid (command) state ..."
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+
+void ClaimQueue::remove_stale_claims(const std::string& dir, double stale_after_s) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".claim") == 0) ::unlink((dir + "/" + name).c_str());
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".claim") == 0 && is_stale(dir + "/" + name, stale_after_s)) {
+      ::unlink((dir + "/" + name).c_str());
+    }
   }
   ::closedir(d);
 }

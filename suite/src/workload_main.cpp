@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <boost/program_options.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -96,6 +97,7 @@ struct General {
   std::string placement = "dynamic";
   double checkpoint_interval = 300;
   std::int64_t checkpoint_steps = 0;
+  double claim_timeout = 600;
   std::string mode = "train";
   std::int64_t warmup_steps = 0, iterations = 0;
 };
@@ -132,12 +134,17 @@ class Output {
 class StudyProgress : public ProgressSink {
  public:
   StudyProgress(Output& out, std::string tag, std::function<double(double, double)> study_eta,
-                double interval_s = 5.0)
-      : out_(out), tag_(std::move(tag)), study_eta_(std::move(study_eta)), interval_(interval_s) {}
+                std::function<void()> heartbeat = {}, double interval_s = 5.0)
+      : out_(out),
+        tag_(std::move(tag)),
+        study_eta_(std::move(study_eta)),
+        heartbeat_(std::move(heartbeat)),
+        interval_(interval_s) {}
   void message(const std::string& line) override { out_.line(tag_ + line, 2); }
   void progress(const ProgressEvent& e) override {
     if (!e.evaluation && e.elapsed_s - last_ < interval_) return;
     last_ = e.elapsed_s;
+    if (heartbeat_) heartbeat_();
     const double run_eta = e.step > 0 ? e.elapsed_s * double(e.total_steps - e.step) / double(e.step) : 0;
     const double study_eta = study_eta_(double(e.step) / double(std::max<std::int64_t>(e.total_steps, 1)), run_eta);
     const std::string acc = format_accuracy(e);
@@ -152,6 +159,7 @@ class StudyProgress : public ProgressSink {
   Output& out_;
   std::string tag_;
   std::function<double(double, double)> study_eta_;
+  std::function<void()> heartbeat_;  // keeps the run's claim live (ClaimQueue)
   double interval_, last_ = -1e9;
 };
 
@@ -277,6 +285,7 @@ int fail(const Session& session, const std::string& prog, const std::string& run
   if (session.size() > 1) message += "rank " + std::to_string(session.rank()) + " on " + session.host() + ", run " + run + ": ";
   message += what;
   if (usage) message += "\n(see " + prog + " --help)";
+  ClaimQueue::release_held();  // the run is free for another job at once
   if (session.size() > 1) session.abort(message, code);
   std::fprintf(stderr, "%s\n", message.c_str());
   return code;
@@ -435,6 +444,9 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         "also every this many steps (0: not by steps)")(
         "procs_per_run", po::value(&g.procs_per_run)->default_value(0),
         "under mpirun: processes per run (0: the largest power of two <= min(workers, processes) dividing workers)")(
+        "claim_timeout", po::value(&g.claim_timeout)->default_value(600),
+        "several jobs on one study: seconds after which a claim on a run that its job stopped refreshing is "
+        "stale and the run is taken over (docs/mpi.md)")(
         "placement", po::value(&g.placement)->default_value("dynamic"),
         "under mpirun: dynamic (groups of processes take the next run as they become free) or static (placed "
         "in advance from estimated costs); studies whose runs take different numbers of processes are static");
@@ -507,6 +519,9 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     if (g.checkpoint_steps < 0) {
       throw ConfigError("checkpoint_steps", std::to_string(g.checkpoint_steps), "must be >= 0 (0: not by steps)");
+    }
+    if (!(g.claim_timeout > 0) || !std::isfinite(g.claim_timeout)) {
+      throw ConfigError("claim_timeout", to_text(g.claim_timeout), "must be a number of seconds > 0");
     }
     if (g.placement != "dynamic" && g.placement != "static") {
       throw ConfigError("placement", g.placement, "is not one of: dynamic, static");
@@ -821,7 +836,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       std::set<std::string> claimed;
       for (const auto& entry : fs::directory_iterator(runs_dir, ec)) {
         const std::string f = entry.path().filename().string();
-        if (f.size() > 6 && f.compare(f.size() - 6, 6, ".claim") == 0) claimed.insert(f.substr(0, f.size() - 6));
+        if (f.size() > 6 && f.compare(f.size() - 6, 6, ".claim") == 0 &&
+            !ClaimQueue::is_stale(entry.path().string(), g.claim_timeout)) {
+          claimed.insert(f.substr(0, f.size() - 6));
+        }
       }
       auto state_of = [&](std::size_t i) -> const char* {
         if (state[i] == std::int64_t(RunFileState::complete)) return g.force ? "rerun" : "complete";
@@ -874,14 +892,17 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         throw UsageError(runs_dir.string() + ": cannot create or write the results folder" +
                          (ec ? " (" + ec.message() + ")" : ""));
       }
-      // Temporary files of writes that a kill interrupted: never complete, never read.
-      for (const auto& entry : fs::directory_iterator(runs_dir, ec)) {
-        if (entry.path().extension() == ".tmp") fs::remove(entry.path(), ec);
+      // Temporary files of writes that a kill interrupted (never complete, never
+      // read) and claims of a killed job (their runs are to do again); another
+      // job's that is still running stay (several jobs on one study, docs/mpi.md).
+      for (const fs::path& dir : {runs_dir, fs::path(study_dir)}) {
+        for (const auto& entry : fs::directory_iterator(dir, ec)) {
+          if (entry.path().extension() == ".tmp" && ClaimQueue::is_stale(entry.path().string(), g.claim_timeout)) {
+            fs::remove(entry.path(), ec);
+          }
+        }
       }
-      for (const auto& entry : fs::directory_iterator(study_dir, ec)) {
-        if (entry.path().extension() == ".tmp") fs::remove(entry.path(), ec);
-      }
-      ClaimQueue::remove_claims(runs_dir.string());  // of a killed job: those runs are to do again
+      ClaimQueue::remove_stale_claims(runs_dir.string(), g.claim_timeout);
     }
     session.barrier();
     Output out(verbosity);
@@ -900,7 +921,8 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     double taken_cost = 0;                // sample-gradients of the runs this process has finished here
     // One run on the processes pl.ranks (this one among them). `study_eta` maps
     // the run's fraction done and its ETA (s) to the study's ETA (s).
-    auto run_one = [&](const Placement& pl, const std::function<double(double, double)>& study_eta) {
+    auto run_one = [&](const Placement& pl, const std::function<double(double, double)>& study_eta,
+                       const std::function<void()>& heartbeat = {}) {
       const auto me = std::find(pl.ranks.begin(), pl.ranks.end(), session.rank());
       const bool leader = me == pl.ranks.begin();
       const std::size_t i = pl.run;
@@ -972,7 +994,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       rec.study_text = study_text;
       rec.config = p.key_values;
       rec.workers = p.config.workers;
-      StudyProgress progress(o, tag, study_eta);
+      StudyProgress progress(o, tag, study_eta, leader ? heartbeat : std::function<void()>());
       const CheckpointPolicy policy{ckpt, g.checkpoint_interval, g.checkpoint_steps};
       rec.result = trainer->run(&progress, policy);
       rec.finished_utc = utc_now();
@@ -1010,7 +1032,21 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       if (my_group < groups) {
         Placement mine;
         for (int r = 0; r < group_procs; ++r) mine.ranks.push_back(my_group * group_procs + r);
-        ClaimQueue queue(groups > 1 ? runs_dir.string() : "", ids);
+        // A run whose file appeared or changed since this group made its list
+        // was done by another group or job meanwhile.
+        auto stamp = [&](const std::string& id) {
+          struct stat st {};
+          if (::stat((runs_dir / (id + ".h5")).c_str(), &st) != 0) return std::string("missing");
+          return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) +
+                 "." + std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_size);
+        };
+        std::vector<std::string> planned_stamps;
+        for (const auto& id : ids) planned_stamps.push_back(stamp(id));
+        ClaimQueue queue(runs_dir.string(), ids, g.claim_timeout, [&](std::size_t k) {
+          const std::string now = stamp(ids[k]);
+          return now != "missing" && now != planned_stamps[k];
+        });
+        const double heartbeat_s = std::min(60.0, g.claim_timeout / 4);
 #if DPSTUDY_WITH_MPI
         std::unique_ptr<mpi::RunGroup> group;
         if (group_procs > 1) group = std::make_unique<mpi::RunGroup>(mine.ranks, int(plan.size()) + my_group);
@@ -1025,11 +1061,20 @@ int workload_main(int argc, char** argv, const Workload& workload) {
           const double cost = double(plan[mine.run].cost);
           // As if every group trained at this group's rate so far: the study
           // takes total / (groups x rate). Which group has which run is not needed.
-          run_one(mine, [&, cost](double fraction, double run_eta) {
-            const double done = taken_cost + fraction * cost;
-            if (done <= 0) return 0.0;
-            return std::max(run_eta, elapsed_s() * (total / (double(groups) * done) - 1));
-          });
+          auto last_beat = Clock::now();
+          run_one(
+              mine,
+              [&, cost](double fraction, double run_eta) {
+                const double done = taken_cost + fraction * cost;
+                if (done <= 0) return 0.0;
+                return std::max(run_eta, elapsed_s() * (total / (double(groups) * done) - 1));
+              },
+              [&, k] {
+                if (std::chrono::duration<double>(Clock::now() - last_beat).count() < heartbeat_s) return;
+                queue.heartbeat(std::size_t(k));
+                last_beat = Clock::now();
+              });
+          if (session.rank() == mine.ranks.front()) queue.release(std::size_t(k));
         }
       }
     } else {
@@ -1044,16 +1089,37 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     current_run = "-";
     session.barrier();
     if (!lead) return 0;
-    ClaimQueue::remove_claims(runs_dir.string());
     std::vector<std::string> skipped;
-    const std::size_t indexed = index.rebuild(&skipped);
+    std::size_t indexed = index.rebuild(&skipped);
+    // Another job on this study may have written a run file while this one was
+    // indexing, and its own index before this one's: index until none is missing.
+    const auto run_files = [&] {
+      std::size_t n = 0;
+      for (const auto& entry : fs::directory_iterator(runs_dir, ec)) {
+        const std::string f = entry.path().filename().string();
+        if (f.size() > 3 && f.compare(f.size() - 3, 3, ".h5") == 0 && f.find(".ckpt.") == std::string::npos) ++n;
+      }
+      return n;
+    };
+    for (int again = 0; again < 3 && run_files() > indexed + skipped.size(); ++again) {
+      skipped.clear();
+      indexed = index.rebuild(&skipped);
+    }
     for (const auto& sk : skipped) out.line("# skipped corrupt run file in the index: " + sk);
 
-    // The study's runs, from their files.
+    // The study's runs, from their files; a run without one is another job's, still running.
     int failed_checks = 0;
+    std::size_t elsewhere = 0;
     std::printf("# %-16s  %-10s  %9s  %s\n", "run id", "status", "test acc", "axes");
     for (const auto& p : plan) {
-      const h5::File f = h5::File::open_read((runs_dir / (p.id + ".h5")).string());
+      const std::string file = (runs_dir / (p.id + ".h5")).string();
+      if (!fs::exists(file, ec)) {
+        ++elsewhere;
+        std::printf("  %-16s  %-10s  %9s  %s\n", p.id.c_str(), "elsewhere", "-", axes_text(p.values, swept).c_str());
+        if (vm.count("expect_accuracy")) ++failed_checks;  // not checked here
+        continue;
+      }
+      const h5::File f = h5::File::open_read(file);
       const h5::Group summary = f.root().open_group("summary");
       const double acc = summary.get_double("final_test_accuracy");
       const std::string status = summary.get_string("status");
@@ -1061,7 +1127,15 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                   axes_text(p.values, swept).c_str());
       if (vm.count("expect_accuracy") && !(status == "completed" && acc >= g.expect_accuracy)) ++failed_checks;
     }
-    out.line("# study " + name + " done: " + std::to_string(indexed) + " runs in " + study_dir + "/index.h5", 0);
+    if (elsewhere > 0) {
+      out.line("# study " + name + ": this job is done; " + std::to_string(elsewhere) + " of " +
+                   std::to_string(plan.size()) + " runs are still running in another job (their claims in " +
+                   runs_dir.string() + "), which indexes them when it finishes; " + std::to_string(indexed) +
+                   " runs in " + study_dir + "/index.h5 now",
+               0);
+    } else {
+      out.line("# study " + name + " done: " + std::to_string(indexed) + " runs in " + study_dir + "/index.h5", 0);
+    }
     if (training_s > 0) {
       char buf[200];
       std::snprintf(buf, sizeof buf, "# results I/O: %.3f s (run files, index, checkpoints) for %.3f s of training: %.2f %%",

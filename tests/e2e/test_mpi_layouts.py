@@ -102,17 +102,63 @@ class Layouts(unittest.TestCase):
         self.assertEqual(self.study(ref, 0, *args[:-2])[0].returncode, 0)
         assert_same_study(self, os.path.join(ref, "s"), os.path.join(out, "s"))
 
+    def test_jobs_started_side_by_side_share_a_study(self):
+        # Two jobs on one study (a job array, or a second allocation): each run is
+        # trained once among them, with the bits of a single job; a run another job
+        # is training is left to it.
+        args = ["--workers", "2", "--sync_period", "1,4", "--seeds", "8"]
+        one = os.path.join(self.tmp, "shared-ref")
+        self.assertEqual(self.study(one, 0, *args)[0].returncode, 0)
+        out = os.path.join(self.tmp, "shared")
+        cmd = lambda procs: ([MPIEXEC, "-n", str(procs), "--oversubscribe"] if procs else []) + [
+            EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
+            "--eval_every", "7", "--output", out, "--name", "s", *args]
+        jobs = [subprocess.Popen(cmd(procs), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+                for procs in (0, 2)]
+        logs = [j.communicate(timeout=600)[0] for j in jobs]
+        for j, log in zip(jobs, logs):
+            self.assertEqual(j.returncode, 0, log)
+        started = sum(log.count(": starting") for log in logs)
+        self.assertEqual(started, 16, "\n".join(logs))
+        self.assertTrue(all(log.count(": starting") > 0 for log in logs), "both jobs took runs")
+        self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 16)
+        runs = os.path.join(out, "s", "runs")
+        self.assertEqual([f for f in os.listdir(runs) if f.endswith(".claim") or f.endswith(".tmp")], [])
+        # A live claim of another job: this job leaves that run, says so, and its dry run shows it running.
+        ids = sorted(f[:-3] for f in os.listdir(runs))
+        os.remove(os.path.join(runs, ids[0] + ".h5"))
+        with open(os.path.join(runs, ids[0] + ".claim"), "w") as f:
+            f.write("another-node 4242\n")
+        r, _ = self.study(out, 0, *args, "--dry_run")
+        self.assertRegex(r.stdout, ids[0] + r" +running")
+        r, _ = self.study(out, 0, *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("1 of 16 runs are still running in another job", r.stdout)
+        self.assertRegex(r.stdout, ids[0] + r" +elsewhere")
+        self.assertFalse(os.path.exists(os.path.join(runs, ids[0] + ".h5")))
+        # Once that job stops refreshing its claim, the run is taken over.
+        r, _ = self.study(out, 0, *args, "--claim_timeout", "0.5")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 16)
+
     def test_dynamic_placement_runs_each_run_once_with_the_same_bits(self):
         args = ["--workers", "2", "--sync_period", "1,4", "--seeds", "4"]
         one = os.path.join(self.tmp, "dyn1")
         self.assertEqual(self.study(one, 0, *args)[0].returncode, 0)
         out = os.path.join(self.tmp, "dyn3")
         runs = os.path.join(out, "s", "runs")
-        # A claim left by a killed job does not keep its run from being done.
+        # Claims left by killed jobs do not keep their runs from being done: one of
+        # another host that stopped refreshing it, one of a process of this host that is gone.
         os.makedirs(runs)
-        stale = os.path.join(runs, sorted(os.listdir(os.path.join(one, "s", "runs")))[0][:-3] + ".claim")
-        with open(stale, "w") as f:
+        ids = sorted(f[:-3] for f in os.listdir(os.path.join(one, "s", "runs")))
+        with open(os.path.join(runs, ids[0] + ".claim"), "w") as f:
             f.write("killed-host 1\n")
+        hour_ago = time.time() - 3600
+        os.utime(os.path.join(runs, ids[0] + ".claim"), (hour_ago, hour_ago))
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        with open(os.path.join(runs, ids[1] + ".claim"), "w") as f:
+            f.write(f"{os.uname().nodename} {gone.pid}\n")
         r, _ = self.study(out, 3, *args, "--procs_per_run", "1")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 8)

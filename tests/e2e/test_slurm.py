@@ -74,7 +74,18 @@ class LauncherInput(Workspace):
         self.assertRegex(script, r"srun --mpi=pmix --kill-on-bad-exit=1 --ntasks=8 .*dpstudy-mlp-mnist --study "
                          + r".*slurmtest.ini --output results --threads 1 .*--data_dir")
         self.assertNotIn("--gpus-per-task", script)
+        self.assertNotIn("--array", script)
         self.assertEqual(subprocess.run(["bash", "-n", os.path.join(results, "slurm.sbatch")]).returncode, 0)
+
+    def test_a_job_array_shares_the_study(self):
+        r = launcher(self.study, "--workload", EXE, "--array", "3", "--", "--data_dir", self.data, cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("# study slurmtest: 4 runs on 3 jobs of 1 node(s) x 1 process(es)", r.stdout)
+        with open(os.path.join(self.tmp, "results", "slurmtest", "slurm.sbatch")) as f:
+            self.assertIn("#SBATCH --array=1-3", f.read())
+        r = launcher(self.study, "--workload", EXE, "--array", "0", cwd=self.tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--array 0: must be at least 1", r.stderr)
 
     def test_a_missing_study_file_is_refused_before_anything_is_written(self):
         r = launcher(os.path.join(self.tmp, "nope.ini"), "--workload", EXE, cwd=self.tmp)
@@ -173,6 +184,40 @@ class OnOneNodeCluster(Workspace):
         with h5py.File(os.path.join(results, "index.h5"), "r") as f:
             self.assertEqual(len(f["index"]["run_id"]), 4)
             self.assertEqual(set(f["index"]["status"].asstr()[()]), {"completed"})
+        assert_same_study(self, os.path.join(reference, "slurmtest"), results)
+
+    def test_a_job_array_shares_the_study_each_run_once(self):
+        with open(self.study, "w") as f:
+            f.write(STUDY.format(epochs=20))
+        reference = os.path.join(self.tmp, "reference")
+        r = subprocess.run([EXE, "--study", self.study, "--output", reference, "--threads", "1", "--data_dir",
+                            self.data, "--quiet"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
+            r = launcher(self.study, "--workload", EXE, "--array", "2", "--time", "10:00", "--submit",
+                         "--", "--data_dir", self.data, env=cluster.env, cwd=self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            job = r.stdout.strip().splitlines()[-1]
+            end = time.time() + 300
+            states = []
+            while time.time() < end:  # every task of the array in a final state
+                out = cluster.run("scontrol", "show", "job", job, check=False).stdout
+                states = [w.split("=", 1)[1] for w in out.split() if w.startswith("JobState=")]
+                if len(states) == 2 and all(st in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT") for st in states):
+                    break
+                time.sleep(0.5)
+            results = os.path.join(self.tmp, "results", "slurmtest")
+            logs = []
+            for name in sorted(os.listdir(results)):
+                if name.startswith("slurm-") and name.endswith(".out"):
+                    with open(os.path.join(results, name)) as f:
+                        logs.append(f.read())
+            self.assertEqual(states, ["COMPLETED", "COMPLETED"], "\n".join(logs) + cluster.log_tail())
+        self.assertEqual(len(logs), 2)
+        self.assertEqual(sum(log.count(": starting") for log in logs), 4, "\n".join(logs))
+        self.assertTrue(all(": starting" in log for log in logs), "both jobs took runs:\n" + "\n".join(logs))
+        with h5py.File(os.path.join(results, "index.h5"), "r") as f:
+            self.assertEqual(len(f["index"]["run_id"]), 4)
         assert_same_study(self, os.path.join(reference, "slurmtest"), results)
 
 

@@ -1,17 +1,38 @@
 // Placing runs on processes: the static schedule and the claims of dynamic placement.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "dpstudy/error.hpp"
+#include "dpstudy/runtime_info.hpp"
 #include "dpstudy/schedule.hpp"
 #include "test_support.hpp"
 
 using namespace dpstudy;
 using namespace dpstudy::test;
+
+namespace {
+
+void write_claim(const std::string& path, const std::string& holder) { std::ofstream(path) << holder << "\n"; }
+
+// Sets the file's modification time `seconds` into the past.
+void age(const std::string& path, double seconds) {
+  timespec t[2];
+  ::clock_gettime(CLOCK_REALTIME, &t[0]);
+  t[0].tv_sec -= time_t(seconds);
+  t[1] = t[0];
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), t, 0), 0) << path;
+}
+
+}  // namespace
 
 TEST(Schedule, PlacesEveryRunOnceLargestFirstWithoutOverlapOnAnyProcess) {
   const std::vector<double> costs = {10, 40, 20, 40, 5, 30};
@@ -51,19 +72,103 @@ TEST(ClaimQueue, QueuesOnOneFolderTakeEachRunOnceInOrder) {
   ScratchDir dir;
   const std::vector<std::string> ids = {"a", "b", "c", "d", "e"};
   ClaimQueue one(dir.str(), ids), two(dir.str(), ids);
-  std::ofstream(dir.str() + "/c.claim") << "another job\n";  // taken already
+  write_claim(dir.str() + "/c.claim", host_name() + " " + std::to_string(::getpid()));  // a live job has c
   EXPECT_EQ(one.next(), 0);
   EXPECT_EQ(two.next(), 1);
   EXPECT_EQ(two.next(), 3);  // c is taken
   EXPECT_EQ(one.next(), 4);  // a and b are behind it, c and d taken
   EXPECT_EQ(one.next(), -1);
   EXPECT_EQ(two.next(), -1);
+  one.release(0);  // its result is written
+  EXPECT_FALSE(file_exists(dir.str() + "/a.claim"));
+  EXPECT_TRUE(file_exists(dir.str() + "/b.claim"));
+}
 
-  ClaimQueue::remove_claims(dir.str());
-  struct stat st;
-  for (const auto& id : ids) EXPECT_NE(stat((dir.str() + "/" + id + ".claim").c_str(), &st), 0) << id;
-  ClaimQueue again(dir.str(), ids);
-  EXPECT_EQ(again.next(), 0);  // after the removal every run can be taken again
+TEST(ClaimQueue, ARunFinishedElsewhereIsSkipped) {
+  ScratchDir dir;
+  std::set<std::size_t> finished = {1};
+  ClaimQueue q(dir.str(), {"a", "b", "c"}, 600, [&](std::size_t i) { return finished.count(i) > 0; });
+  EXPECT_EQ(q.next(), 0);
+  finished.insert(2);
+  EXPECT_EQ(q.next(), -1);
+  EXPECT_FALSE(file_exists(dir.str() + "/b.claim"));
+  EXPECT_FALSE(file_exists(dir.str() + "/c.claim"));
+}
+
+TEST(ClaimQueue, StaleClaimsAreTakenOverAndLiveOnesKept) {
+  ScratchDir dir;
+  const std::string d = dir.str();
+  // A process of this host that is gone (a killed job restarted here): stale at once.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  write_claim(d + "/dead.claim", host_name() + " " + std::to_string(child));
+  // Another host's claim: live until it is older than the timeout.
+  write_claim(d + "/fresh.claim", "another-host 12345");
+  write_claim(d + "/old.claim", "another-host 12345");
+  age(d + "/old.claim", 700);
+  // This process: live however old, until the timeout.
+  write_claim(d + "/mine.claim", host_name() + " " + std::to_string(::getpid()));
+  age(d + "/mine.claim", 300);
+  EXPECT_TRUE(ClaimQueue::is_stale(d + "/dead.claim", 600));
+  EXPECT_FALSE(ClaimQueue::is_stale(d + "/fresh.claim", 600));
+  EXPECT_TRUE(ClaimQueue::is_stale(d + "/old.claim", 600));
+  EXPECT_FALSE(ClaimQueue::is_stale(d + "/mine.claim", 600));
+  EXPECT_TRUE(ClaimQueue::is_stale(d + "/mine.claim", 200));
+  EXPECT_FALSE(ClaimQueue::is_stale(d + "/absent.claim", 600));
+  // Temporary files carry their writer in the name.
+  write_claim(d + "/run.h5." + host_name() + "." + std::to_string(child) + ".tmp", "");
+  write_claim(d + "/run.h5." + host_name() + "." + std::to_string(::getpid()) + ".tmp", "");
+  write_claim(d + "/run.h5.another-host." + std::to_string(child) + ".tmp", "");
+  EXPECT_TRUE(ClaimQueue::is_stale(d + "/run.h5." + host_name() + "." + std::to_string(child) + ".tmp", 600));
+  EXPECT_FALSE(ClaimQueue::is_stale(d + "/run.h5." + host_name() + "." + std::to_string(::getpid()) + ".tmp", 600));
+  EXPECT_FALSE(ClaimQueue::is_stale(d + "/run.h5.another-host." + std::to_string(child) + ".tmp", 600));
+
+  ClaimQueue q(d, {"fresh", "dead", "old", "mine"}, 600);
+  EXPECT_EQ(q.next(), 1);  // taken over
+  EXPECT_EQ(q.next(), 2);
+  EXPECT_EQ(q.next(), -1);
+  std::ifstream in(d + "/dead.claim");
+  std::string host;
+  long pid = 0;
+  in >> host >> pid;
+  EXPECT_EQ(pid, long(::getpid()));
+
+  write_claim(d + "/dead2.claim", host_name() + " " + std::to_string(child));
+  ClaimQueue::remove_stale_claims(d, 600);
+  EXPECT_FALSE(file_exists(d + "/dead2.claim"));
+  EXPECT_TRUE(file_exists(d + "/fresh.claim"));
+  EXPECT_TRUE(file_exists(d + "/mine.claim"));
+}
+
+TEST(ClaimQueue, ARequeuedSlurmJobTakesOverWhatItsEarlierStartHeld) {
+  ScratchDir dir;
+  const std::string d = dir.str();
+  ::setenv("SLURM_JOB_ID", "777", 1);
+  ::setenv("SLURM_RESTART_COUNT", "2", 1);
+  write_claim(d + "/earlier.claim", "other-node 5 777 1");  // this job before its requeue
+  write_claim(d + "/same.claim", "other-node 5 777 2");     // another group of this start
+  write_claim(d + "/other.claim", "other-node 5 778 0");    // another job (an array task)
+  EXPECT_TRUE(ClaimQueue::is_stale(d + "/earlier.claim", 600));
+  EXPECT_FALSE(ClaimQueue::is_stale(d + "/same.claim", 600));
+  EXPECT_FALSE(ClaimQueue::is_stale(d + "/other.claim", 600));
+  ClaimQueue q(d, {"new"}, 600);
+  ASSERT_EQ(q.next(), 0);
+  std::ifstream in(d + "/new.claim");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, host_name() + " " + std::to_string(::getpid()) + " 777 2\n");
+  ::unsetenv("SLURM_JOB_ID");
+  ::unsetenv("SLURM_RESTART_COUNT");
+}
+
+TEST(ClaimQueue, AHeartbeatKeepsAClaimLive) {
+  ScratchDir dir;
+  ClaimQueue q(dir.str(), {"a"}, 600);
+  ASSERT_EQ(q.next(), 0);
+  age(dir.str() + "/a.claim", 700);
+  EXPECT_TRUE(ClaimQueue::is_stale(dir.str() + "/a.claim", 600));
+  q.heartbeat(0);
+  EXPECT_FALSE(ClaimQueue::is_stale(dir.str() + "/a.claim", 600));
 }
 
 TEST(ClaimQueue, WithoutAFolderTakesEveryRunInOrder) {

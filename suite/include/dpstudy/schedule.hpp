@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,23 +28,48 @@ std::vector<Placement> schedule_runs(const std::vector<double>& costs, const std
 // that draws short runs (a run stopped at its goal, a faster configuration)
 // takes more of them; the estimates only order the runs. The results folder
 // must be one file system for all processes, as for the run files themselves.
+//
+// Several jobs on one study (a job array, or a second job started later) share
+// the claims: a claim holds "<host> <pid> <Slurm job id> <restart count>" of its
+// group's first process and is live while that process refreshes it
+// (heartbeat()); it is stale once it is older than `stale_after_s`, or at once
+// when it names this host and a process that no longer exists (a killed job
+// restarted here) or an earlier start of this Slurm job (requeued, perhaps on
+// other nodes). A stale claim is taken over; a run finished by another job
+// since this one planned is skipped.
 class ClaimQueue {
  public:
-  // `ids`: the runs to do, in the order to take them. An empty `dir` (a job of
-  // one group) takes them in order without claim files.
-  ClaimQueue(std::string dir, std::vector<std::string> ids);
+  // `ids`: the runs to do, in the order to take them. An empty `dir` takes them
+  // in order without claim files. `finished_elsewhere(i)`, if given, says
+  // whether run i got its result from another job after the plan was made.
+  ClaimQueue(std::string dir, std::vector<std::string> ids, double stale_after_s = 600,
+             std::function<bool(std::size_t)> finished_elsewhere = {});
   // The position in `ids` of the next run this process takes, or -1 when every
-  // run has been taken. Each run is taken once among all processes until
-  // remove_claims(). Throws DataError when the folder cannot be written.
+  // run has been taken. Each run is taken once among all processes while its
+  // claim is live; runs held by another job are looked at once more at the end.
+  // Throws DataError when the folder cannot be written.
   long long next();
-  // Removes every claim under `dir`: at the start of a study (claims of a killed
-  // job) and at its end.
-  static void remove_claims(const std::string& dir);
+  // Keeps this process's claim on run i live (its modification time).
+  void heartbeat(std::size_t i) const;
+  // Gives up the claim on run i: its result is written.
+  void release(std::size_t i) const;
+  // Whether the claim (or a temporary file named "<...>.<host>.<pid>.tmp") at
+  // `path` belongs to no live process: see above.
+  static bool is_stale(const std::string& path, double stale_after_s);
+  // Removes the stale claims under `dir` (a killed job's): at the start of a study.
+  static void remove_stale_claims(const std::string& dir, double stale_after_s);
+  // Gives up the claim this process holds, if any: when it stops on an error.
+  static void release_held();
 
  private:
+  std::string claim_path(std::size_t i) const { return dir_ + "/" + ids_[i] + ".claim"; }
   std::string dir_;
   std::vector<std::string> ids_;
+  double stale_after_s_;
+  std::function<bool(std::size_t)> finished_elsewhere_;
   std::size_t cursor_ = 0;  // runs before it are taken, by this process or another
+  std::vector<std::size_t> held_;  // runs another job held when this one came by
+  std::size_t rescan_ = 0;         // held_ before it looked at again
 };
 
 // The default processes for a run of W workers in a job of N: the largest power
