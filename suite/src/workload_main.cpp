@@ -1040,8 +1040,13 @@ int workload_main(int argc, char** argv, const Workload& workload) {
           return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) +
                  "." + std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_size);
         };
+        // Only runs that had a file at the plan (corrupt, or complete with --force)
+        // need its stamp: a few stats, not one per run on a parallel file system.
         std::vector<std::string> planned_stamps;
-        for (const auto& id : ids) planned_stamps.push_back(stamp(id));
+        for (std::size_t k = 0; k < ids.size(); ++k) {
+          const bool had_file = state[schedule[k].run] != std::int64_t(RunFileState::missing);
+          planned_stamps.push_back(had_file ? stamp(ids[k]) : std::string("missing"));
+        }
         ClaimQueue queue(runs_dir.string(), ids, g.claim_timeout, [&](std::size_t k) {
           const std::string now = stamp(ids[k]);
           return now != "missing" && now != planned_stamps[k];
