@@ -108,6 +108,16 @@ class Analyze(unittest.TestCase):
         out = self.analyze("summary", self.main, "--by", "overlapp", status=2)
         self.assertIn("grouping key 'overlapp' is not a column of the index", out)
         self.analyze("summary", self.main, "--by", "overlap", "--where", "lr=7", status=2)
+        # Comparisons as in a study's exclude rules: numbers as numbers.
+        rows = list(csv.DictReader(io.StringIO(self.analyze(
+            "summary", self.main, "--by", "lr", "--where", "lr<1000", "--format", "csv"))))
+        self.assertEqual([r["lr"] for r in rows], ["0.05"])
+        rows = list(csv.DictReader(io.StringIO(self.analyze(
+            "summary", self.main, "--by", "lr", "--where", "lr!=0.05", "--where", "lr>=1000", "--format", "csv"))))
+        self.assertEqual([r["lr"] for r in rows], ["1000"])
+        for bad, message in (("lr>=", "expected a value after '>='"), ("lr!5", "'!' without '='"),
+                             ("=5", "expected KEY=VALUE")):
+            self.assertIn(message, self.analyze("summary", self.main, "--by", "lr", "--where", bad, status=2))
         for args, message in (
                 (["compare", "--factor", "overlap", "--baseline", "0.7"], "--baseline: '0.7' is not a level of overlap"),
                 (["power", "--factor", "overlap", "--effect", "-1"], "--effect: '-1' must be a standardised effect"),

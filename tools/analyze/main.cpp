@@ -494,8 +494,8 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
       std::vector<std::pair<std::string, std::string>> match;
       for (std::size_t k = 0; k < o.by.size(); ++k) match.emplace_back(o.by[k], rc.key_values[k]);
       for (const std::string& w : o.where) {
-        const auto eq = w.find('=');
-        if (eq != std::string::npos) match.emplace_back(w.substr(0, eq), w.substr(eq + 1));
+        const Condition c = parse_where(w);
+        if (c.op == "=") match.emplace_back(c.key, c.value);
       }
       const double sps = steps_per_s(speed, match, o.throughput);
       row.push_back(num(sps));
@@ -660,7 +660,8 @@ int main(int argc, char** argv) {
     po::options_description named("options");
     named.add_options()("help,h", "show usage")("by", po::value(&by), "grouping keys, comma-separated")(
         "metric", po::value(&o.metric)->default_value(o.metric), "metric to analyse")(
-        "where", po::value(&o.where)->composing(), "keep runs with KEY=VALUE (repeatable)")(
+        "where", po::value(&o.where)->composing(),
+        "keep runs with KEY=VALUE, or KEY!=VALUE, KEY<VALUE, <=, >, >= (repeatable)")(
         "factor", po::value(&o.factor), "compare / power: the factor whose levels are compared")(
         "within", po::value(&within), "compare / power: one family of tests per combination of these keys")(
         "baseline", po::value(&o.baseline), "compare / power: compare every level with this one only")(
