@@ -76,34 +76,39 @@ void ClaimQueue::release_held() {
 }
 
 long long ClaimQueue::next() {
-  const std::string who = host_name() + " " + std::to_string(::getpid()) + " " + slurm_job() + "\n";
   // Once through the runs in order, then once more through those another job
   // held: its holder may have died since (a job killed just before this one started).
   while (cursor_ < ids_.size() || rescan_ < held_.size()) {
     const bool first_pass = cursor_ < ids_.size();
     const std::size_t i = first_pass ? cursor_++ : held_[rescan_++];
-    if (finished_elsewhere_ && finished_elsewhere_(i)) continue;
-    if (dir_.empty()) return static_cast<long long>(i);
-    const std::string path = claim_path(i);
-    bool mine = create_exclusive(path, who);
-    if (!mine && is_stale(path, stale_after_s_)) {
-      // Two jobs taking over the same stale claim at the same instant may both
-      // run it: duplicate work with the same bits, never a corrupt result.
-      ::unlink(path.c_str());
-      mine = create_exclusive(path, who);
-    }
-    if (!mine) {
-      if (first_pass) held_.push_back(i);
-      continue;
-    }
-    if (finished_elsewhere_ && finished_elsewhere_(i)) {  // between the check above and the claim
-      release(i);
-      continue;
-    }
-    held_claim() = path;
-    return static_cast<long long>(i);
+    const Take t = try_take(i);
+    if (t == Take::taken) return static_cast<long long>(i);
+    if (t == Take::held && first_pass) held_.push_back(i);
   }
   return -1;
+}
+
+bool ClaimQueue::take(std::size_t i) { return try_take(i) == Take::taken; }
+
+ClaimQueue::Take ClaimQueue::try_take(std::size_t i) {
+  if (finished_elsewhere_ && finished_elsewhere_(i)) return Take::finished;
+  if (dir_.empty()) return Take::taken;
+  const std::string who = host_name() + " " + std::to_string(::getpid()) + " " + slurm_job() + "\n";
+  const std::string path = claim_path(i);
+  bool mine = create_exclusive(path, who);
+  if (!mine && is_stale(path, stale_after_s_)) {
+    // Two jobs taking over the same stale claim at the same instant may both
+    // run it: duplicate work with the same bits, never a corrupt result.
+    ::unlink(path.c_str());
+    mine = create_exclusive(path, who);
+  }
+  if (!mine) return Take::held;
+  if (finished_elsewhere_ && finished_elsewhere_(i)) {  // between the check above and the claim
+    release(i);
+    return Take::finished;
+  }
+  held_claim() = path;
+  return Take::taken;
 }
 
 void ClaimQueue::heartbeat(std::size_t i) const {

@@ -921,8 +921,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     double taken_cost = 0;                // sample-gradients of the runs this process has finished here
     // One run on the processes pl.ranks (this one among them). `study_eta` maps
     // the run's fraction done and its ETA (s) to the study's ETA (s).
+    // `claim`, if given, is asked on the run's first process whether this job
+    // may train it (static placement: another job may hold it); false skips it.
     auto run_one = [&](const Placement& pl, const std::function<double(double, double)>& study_eta,
-                       const std::function<void()>& heartbeat = {}) {
+                       const std::function<void()>& heartbeat = {}, const std::function<bool()>& claim = {}) {
       const auto me = std::find(pl.ranks.begin(), pl.ranks.end(), session.rank());
       const bool leader = me == pl.ranks.begin();
       const std::size_t i = pl.run;
@@ -941,6 +943,17 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       const std::string axes_str = axes_text(p.values, swept);
       Output quiet_out(0);
       Output& o = leader ? out : quiet_out;
+      RunComm rc(pl.ranks, p.config.workers, int(i));
+      if (claim) {
+        long long mine = leader && claim() ? 1 : 0;
+#if DPSTUDY_WITH_MPI
+        if (rc.group) rc.group->broadcast(mine);
+#endif
+        if (!mine) {
+          o.line(tag + p.id + " " + axes_str + ": another job holds it; left to that job");
+          return false;
+        }
+      }
       if (state[i] == std::int64_t(RunFileState::corrupt) && leader) {
         o.line(tag + p.id + ": run file is corrupt (" + why[i] + "); rerunning");
       }
@@ -951,7 +964,6 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       for (const auto& [k, v] : p.key_values) config_line += " " + k + "=" + to_text(v);
       o.line(config_line, 2);
       const TrainingData& d = data[p.config.dataset];
-      RunComm rc(pl.ranks, p.config.workers, int(i));
       auto trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm);
       // Resume only if every process of the run has its checkpoint at the same
       // step: each reads the same files, so all decide alike without talking.
@@ -1017,41 +1029,54 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         training_s += sm.wall_time_s;
       }
       taken_cost += double(p.cost);
+      return true;
     };
     auto elapsed_s = [&] { return std::chrono::duration<double>(Clock::now() - study_start).count(); };
+
+    // The runs to do in the schedule's order, each taken through its claim, so
+    // that other jobs on this study (docs/mpi.md) train each run once with this one.
+    std::vector<std::string> ids;
+    double total = 0;  // estimated cost of the runs to do
+    for (const auto& pl : schedule) {
+      ids.push_back(plan[pl.run].id);
+      total += double(plan[pl.run].cost);
+    }
+    // A run whose file appeared or changed since the plan was done by another
+    // group or job meanwhile.
+    auto stamp = [&](const std::string& id) {
+      struct stat st {};
+      if (::stat((runs_dir / (id + ".h5")).c_str(), &st) != 0) return std::string("missing");
+      return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) +
+             "." + std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_size);
+    };
+    // Only runs that had a file at the plan (corrupt, or complete with --force)
+    // need its stamp: a few stats, not one per run on a parallel file system.
+    std::vector<std::string> planned_stamps;
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+      const bool had_file = state[schedule[k].run] != std::int64_t(RunFileState::missing);
+      planned_stamps.push_back(had_file ? stamp(ids[k]) : std::string("missing"));
+    }
+    ClaimQueue queue(runs_dir.string(), ids, g.claim_timeout, [&](std::size_t k) {
+      const std::string now = stamp(ids[k]);
+      return now != "missing" && now != planned_stamps[k];
+    });
+    const double heartbeat_s = std::min(60.0, g.claim_timeout / 4);
+    auto last_beat = Clock::now();
+    auto heartbeat_of = [&](std::size_t k) {
+      last_beat = Clock::now();
+      return [&, k] {
+        if (std::chrono::duration<double>(Clock::now() - last_beat).count() < heartbeat_s) return;
+        queue.heartbeat(k);
+        last_beat = Clock::now();
+      };
+    };
 
     if (dynamic) {
       // Groups of consecutive ranks.
       const int groups = session.size() / group_procs, my_group = session.rank() / group_procs;
-      std::vector<std::string> ids;
-      double total = 0;  // estimated cost of the runs to do
-      for (const auto& pl : schedule) {
-        ids.push_back(plan[pl.run].id);
-        total += double(plan[pl.run].cost);
-      }
       if (my_group < groups) {
         Placement mine;
         for (int r = 0; r < group_procs; ++r) mine.ranks.push_back(my_group * group_procs + r);
-        // A run whose file appeared or changed since this group made its list
-        // was done by another group or job meanwhile.
-        auto stamp = [&](const std::string& id) {
-          struct stat st {};
-          if (::stat((runs_dir / (id + ".h5")).c_str(), &st) != 0) return std::string("missing");
-          return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) +
-                 "." + std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_size);
-        };
-        // Only runs that had a file at the plan (corrupt, or complete with --force)
-        // need its stamp: a few stats, not one per run on a parallel file system.
-        std::vector<std::string> planned_stamps;
-        for (std::size_t k = 0; k < ids.size(); ++k) {
-          const bool had_file = state[schedule[k].run] != std::int64_t(RunFileState::missing);
-          planned_stamps.push_back(had_file ? stamp(ids[k]) : std::string("missing"));
-        }
-        ClaimQueue queue(runs_dir.string(), ids, g.claim_timeout, [&](std::size_t k) {
-          const std::string now = stamp(ids[k]);
-          return now != "missing" && now != planned_stamps[k];
-        });
-        const double heartbeat_s = std::min(60.0, g.claim_timeout / 4);
 #if DPSTUDY_WITH_MPI
         std::unique_ptr<mpi::RunGroup> group;
         if (group_procs > 1) group = std::make_unique<mpi::RunGroup>(mine.ranks, int(plan.size()) + my_group);
@@ -1066,7 +1091,6 @@ int workload_main(int argc, char** argv, const Workload& workload) {
           const double cost = double(plan[mine.run].cost);
           // As if every group trained at this group's rate so far: the study
           // takes total / (groups x rate). Which group has which run is not needed.
-          auto last_beat = Clock::now();
           run_one(
               mine,
               [&, cost](double fraction, double run_eta) {
@@ -1074,21 +1098,22 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                 if (done <= 0) return 0.0;
                 return std::max(run_eta, elapsed_s() * (total / (double(groups) * done) - 1));
               },
-              [&, k] {
-                if (std::chrono::duration<double>(Clock::now() - last_beat).count() < heartbeat_s) return;
-                queue.heartbeat(std::size_t(k));
-                last_beat = Clock::now();
-              });
+              heartbeat_of(std::size_t(k)));
           if (session.rank() == mine.ranks.front()) queue.release(std::size_t(k));
         }
       }
     } else {
-      for (const Placement& pl : schedule) {
+      for (std::size_t k = 0; k < schedule.size(); ++k) {
+        const Placement& pl = schedule[k];
         if (std::find(pl.ranks.begin(), pl.ranks.end(), session.rank()) == pl.ranks.end()) continue;
-        run_one(pl, [&](double fraction, double) {
-          const double at = (pl.start + (pl.end - pl.start) * fraction) / std::max(makespan, 1e-9);
-          return at > 0 ? elapsed_s() * (1 - at) / at : 0.0;
-        });
+        const bool ran = run_one(
+            pl,
+            [&](double fraction, double) {
+              const double at = (pl.start + (pl.end - pl.start) * fraction) / std::max(makespan, 1e-9);
+              return at > 0 ? elapsed_s() * (1 - at) / at : 0.0;
+            },
+            heartbeat_of(k), [&, k] { return queue.take(k); });
+        if (ran && session.rank() == pl.ranks.front()) queue.release(k);
       }
     }
     current_run = "-";

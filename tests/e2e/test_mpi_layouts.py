@@ -46,6 +46,19 @@ class Layouts(unittest.TestCase):
         r = subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=600)
         return r, time.monotonic() - started
 
+    def side_by_side(self, output, procs_per_job, args):
+        """Jobs started at once on one study (0: no mpirun); their logs, after each exited 0."""
+        def cmd(procs):
+            return ([MPIEXEC, "-n", str(procs), "--oversubscribe"] if procs else []) + [
+                EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
+                "--eval_every", "7", "--output", output, "--name", "s", *args]
+        jobs = [subprocess.Popen(cmd(p), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+                for p in procs_per_job]
+        logs = [j.communicate(timeout=600)[0] for j in jobs]
+        for j, log in zip(jobs, logs):
+            self.assertEqual(j.returncode, 0, log)
+        return logs
+
     def test_power_of_two_layouts_give_the_same_bits(self):
         args = ["--workers", "4", "--sync_period", "1,3", "--group_size", "2", "--group_sync_period", "2",
                 "--overlap", "0.25", "--validation_fraction", "0.1", "--seeds", "2"]
@@ -110,14 +123,7 @@ class Layouts(unittest.TestCase):
         one = os.path.join(self.tmp, "shared-ref")
         self.assertEqual(self.study(one, 0, *args)[0].returncode, 0)
         out = os.path.join(self.tmp, "shared")
-        cmd = lambda procs: ([MPIEXEC, "-n", str(procs), "--oversubscribe"] if procs else []) + [
-            EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
-            "--eval_every", "7", "--output", out, "--name", "s", *args]
-        jobs = [subprocess.Popen(cmd(procs), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
-                for procs in (0, 2)]
-        logs = [j.communicate(timeout=600)[0] for j in jobs]
-        for j, log in zip(jobs, logs):
-            self.assertEqual(j.returncode, 0, log)
+        logs = self.side_by_side(out, (0, 2), args)
         started = sum(log.count(": starting") for log in logs)
         self.assertEqual(started, 16, "\n".join(logs))
         self.assertTrue(all(log.count(": starting") > 0 for log in logs), "both jobs took runs")
@@ -139,6 +145,18 @@ class Layouts(unittest.TestCase):
         # Once that job stops refreshing its claim, the run is taken over.
         r, _ = self.study(out, 0, *args, "--claim_timeout", "0.5")
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 16)
+
+    def test_a_statically_placed_job_shares_a_study_too(self):
+        # Runs of 1 and 2 workers under -n 2 take 1 and 2 processes: placed in advance,
+        # and still each run once beside a single-process job on the same study.
+        args = ["--workers", "1,2", "--sync_period", "1,4", "--seeds", "4"]
+        one = os.path.join(self.tmp, "static-ref")
+        self.assertEqual(self.study(one, 0, *args)[0].returncode, 0)
+        out = os.path.join(self.tmp, "static-shared")
+        self.assertIn("placed in advance", self.study(out, 2, *args, "--dry_run")[0].stdout)
+        logs = self.side_by_side(out, (2, 0), args)
+        self.assertEqual(sum(log.count(": starting") for log in logs), 16, "\n".join(logs))
         self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 16)
 
     def test_dynamic_placement_runs_each_run_once_with_the_same_bits(self):

@@ -49,6 +49,9 @@ class ClaimQueue {
   // claim is live; runs held by another job are looked at once more at the end.
   // Throws DataError when the folder cannot be written.
   long long next();
+  // Takes run i if no live claim holds it and it was not finished elsewhere
+  // (static placement: each run goes to the processes planned for it).
+  bool take(std::size_t i);
   // Keeps this process's claim on run i live (its modification time).
   void heartbeat(std::size_t i) const;
   // Gives up the claim on run i: its result is written.
@@ -62,6 +65,8 @@ class ClaimQueue {
   static void release_held();
 
  private:
+  enum class Take { taken, held, finished };
+  Take try_take(std::size_t i);
   std::string claim_path(std::size_t i) const { return dir_ + "/" + ids_[i] + ".claim"; }
   std::string dir_;
   std::vector<std::string> ids_;
