@@ -128,7 +128,8 @@ bool ClaimQueue::is_stale(const std::string& path, double stale_after_s) {
   ::clock_gettime(CLOCK_REALTIME, &now);
   const double age = double(now.tv_sec - st.st_mtim.tv_sec) + 1e-9 * double(now.tv_nsec - st.st_mtim.tv_nsec);
   if (age > stale_after_s) return true;
-  // The holder: a claim's text "<host> <pid>", a temporary file's name "<...>.<host>.<pid>.tmp".
+  // The holder: a claim's text "<host> <pid> <Slurm job> <restart>", a temporary
+  // file's name "<...>.<host>.<pid>.tmp".
   const std::string host = host_name();
   long pid = 0;
   bool here = false;
