@@ -34,8 +34,11 @@ class Analyze(unittest.TestCase):
                        check=True, stdout=subprocess.DEVNULL)
         subprocess.run(common + ["--name", "batch", "--batch_size", "5,10,20", "--seeds", "2"], check=True,
                        stdout=subprocess.DEVNULL)
+        subprocess.run(common + ["--name", "periods", "--batch_size", "10", "--sync_period", "1,never", "--seeds", "2"],
+                       check=True, stdout=subprocess.DEVNULL)
         cls.main = os.path.join(cls.tmp, "main")
         cls.batch = os.path.join(cls.tmp, "batch")
+        cls.periods = os.path.join(cls.tmp, "periods")
 
     @classmethod
     def tearDownClass(cls):
@@ -64,6 +67,22 @@ class Analyze(unittest.TestCase):
         self.assertIn("| lr | n | not completed |", md)
         with_div = self.analyze("summary", self.main, "--by", "lr", "--include_diverged", "--format", "csv")
         self.assertIn("1000,9,9", with_div)
+
+    def test_a_period_of_never_reads_never(self):
+        # The index stores it as -1; tables, --where and plots say never.
+        rows = list(csv.DictReader(io.StringIO(self.analyze("summary", self.periods, "--by", "sync_period",
+                                                            "--format", "csv"))))
+        self.assertEqual([r["sync_period"] for r in rows], ["1", "never"])
+        out = self.analyze("summary", self.periods, "--by", "seed", "--where", "sync_period=never")
+        self.assertIn("summary of final_test_accuracy", out)
+        self.assertEqual(self.analyze("summary", self.periods, "--by", "seed", "--where", "sync_period>0"),
+                         self.analyze("summary", self.periods, "--by", "seed", "--where", "sync_period=1"))
+        out = self.analyze("plot", self.periods, "--kind", "summary", "--by", "sync_period",
+                           "--output", os.path.join(self.tmp, "periods.png"))
+        self.assertIn("sync_period=never has no place on a numeric axis: left out of the plot", out)
+        out = self.analyze("plot", self.main, "--kind", "summary", "--by", "workload,overlap",
+                           "--output", os.path.join(self.tmp, "text.png"), status=2)
+        self.assertIn("the first --by key, workload, has no numeric value (mlp-mnist)", out)
 
     def test_units_come_from_the_files(self):
         # Index columns: their units attributes; series at a point: the run files' (L2 norm);

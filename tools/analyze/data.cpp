@@ -32,7 +32,11 @@ std::string format_number(double v) {
 
 std::optional<std::string> Run::text(const std::string& key) const {
   if (auto it = texts.find(key); it != texts.end()) return it->second;
-  if (auto it = numbers.find(key); it != numbers.end()) return format_number(it->second);
+  if (auto it = numbers.find(key); it != numbers.end()) {
+    // Periods store "never" as -1 (options.cpp); show it as the study file says it.
+    if ((key == "sync_period" || key == "group_sync_period") && it->second == -1) return std::string("never");
+    return format_number(it->second);
+  }
   return std::nullopt;
 }
 

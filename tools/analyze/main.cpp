@@ -553,10 +553,17 @@ void plot(const Runs& r, const Options& o) {
     Options so = o;
     std::vector<std::string> lines_keys(o.by.begin() + 1, o.by.end());
     std::vector<std::string> plots;
+    std::set<std::string> off_axis;  // x values that are not numbers (sync_period=never)
     int block = 0;
     for (const Group& line : group_runs(r, lines_keys, o.include_diverged)) {
       const Runs lr = subset(r, line.runs);
       for (const Group& g : group_runs(lr, {o.by[0]}, o.include_diverged)) {
+        char* end = nullptr;
+        std::strtod(g.key_values[0].c_str(), &end);
+        if (g.key_values[0].empty() || *end != '\0') {
+          off_axis.insert(g.key_values[0]);
+          continue;
+        }
         const stats::Describe d = stats::describe(finite(metric_values(r, g.runs, o.metric)));
         if (d.n == 0) continue;
         data << g.key_values[0] << " " << format_number(d.mean) << " "
@@ -570,8 +577,18 @@ void plot(const Runs& r, const Options& o) {
     script << "set xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "'\nset ylabel '" << with_unit(o.metric, metric_unit(r, o.metric))
            << "'\nset title " << plot_title(o.metric + ": mean and 95 % confidence interval over seeds", o) << "\n"
            << "set offsets graph 0.05, graph 0.05, 0, 0\nset xlabel noenhanced\nset ylabel noenhanced\nset key noenhanced\n";
+    if (data.str().find_first_not_of("\n") == std::string::npos && !off_axis.empty()) {
+      std::string values;
+      for (const std::string& x : off_axis) values += (values.empty() ? "" : ", ") + x;
+      throw UsageError("plot --kind summary: the first --by key, " + o.by[0] + ", has no numeric value (" + values +
+                       ") to place on the x axis; put a numeric key first, e.g. --by overlap," + o.by[0]);
+    }
     script << "plot ";
     for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
+    for (const std::string& x : off_axis) {
+      std::printf("# %s=%s has no place on a numeric axis: left out of the plot (see summary)\n", o.by[0].c_str(),
+                  x.c_str());
+    }
   } else if (o.kind == "curves") {
     int block = 0;
     std::vector<std::string> plots;
