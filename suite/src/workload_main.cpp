@@ -795,7 +795,25 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         }
       }
     }
+    // What a run file was when the plan was made (0: none), to notice one that
+    // another job writes or rewrites meanwhile. Only rank 0 looks, once per file
+    // that exists: no stat per run per process on a parallel file system.
+    auto stamp = [&](const std::string& id) -> std::int64_t {
+      struct stat st {};
+      if (::stat((runs_dir / (id + ".h5")).c_str(), &st) != 0) return 0;
+      const std::string text = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+                               std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
+                               std::to_string(st.st_size);
+      return std::int64_t(std::hash<std::string>()(text) | 1);  // never 0
+    };
+    std::vector<std::int64_t> planned_stamp(plan.size(), 0);
+    if (lead) {
+      for (std::size_t i = 0; i < plan.size(); ++i) {
+        if (state[i] != std::int64_t(RunFileState::missing)) planned_stamp[i] = stamp(plan[i].id);
+      }
+    }
     session.broadcast(state);
+    session.broadcast(planned_stamp);
     auto to_run = [&](std::size_t i) { return g.force || state[i] != std::int64_t(RunFileState::complete); };
 
     // Processes per run, and the schedule of the runs still to do.
@@ -1043,22 +1061,9 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     // A run whose file appeared or changed since the plan was done by another
     // group or job meanwhile.
-    auto stamp = [&](const std::string& id) {
-      struct stat st {};
-      if (::stat((runs_dir / (id + ".h5")).c_str(), &st) != 0) return std::string("missing");
-      return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) +
-             "." + std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_size);
-    };
-    // Only runs that had a file at the plan (corrupt, or complete with --force)
-    // need its stamp: a few stats, not one per run on a parallel file system.
-    std::vector<std::string> planned_stamps;
-    for (std::size_t k = 0; k < ids.size(); ++k) {
-      const bool had_file = state[schedule[k].run] != std::int64_t(RunFileState::missing);
-      planned_stamps.push_back(had_file ? stamp(ids[k]) : std::string("missing"));
-    }
     ClaimQueue queue(runs_dir.string(), ids, g.claim_timeout, [&](std::size_t k) {
-      const std::string now = stamp(ids[k]);
-      return now != "missing" && now != planned_stamps[k];
+      const std::int64_t now = stamp(ids[k]);
+      return now != 0 && now != planned_stamp[schedule[k].run];
     });
     const double heartbeat_s = std::min(60.0, g.claim_timeout / 4);
     auto last_beat = Clock::now();
