@@ -127,6 +127,10 @@ class ShippedStudies(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("plain.ini: the study file has no workload key; name the executable with --workload",
                       r.stderr)
+        r = subprocess.run([sys.executable, LAUNCHER, "no-such-study.ini"], capture_output=True, text=True, env=ENV,
+                           timeout=120)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("study file 'no-such-study.ini' is neither here nor among the shipped studies", r.stderr)
 
     @classmethod
     def tearDownClass(cls):
