@@ -83,6 +83,8 @@ class LauncherInput(Workspace):
         self.assertIn("# study slurmtest: 4 runs on 3 jobs of 1 node(s) x 1 process(es)", r.stdout)
         with open(os.path.join(self.tmp, "results", "slurmtest", "slurm.sbatch")) as f:
             self.assertIn("#SBATCH --array=1-3", f.read())
+        r = launcher(self.study, "--workload", EXE, "--array", "6", "--", "--data_dir", self.data, cwd=self.tmp)
+        self.assertIn("--array 6: more jobs than the study's 4 runs", r.stderr)
         r = launcher(self.study, "--workload", EXE, "--array", "0", cwd=self.tmp)
         self.assertEqual(r.returncode, 2)
         self.assertIn("--array 0: must be at least 1", r.stderr)
