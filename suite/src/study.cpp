@@ -76,10 +76,10 @@ RawValues read_study_file(const std::string& path, const std::vector<std::string
   } catch (const po::error& e) {
     throw UsageError(path + ": " + e.what());
   }
+  // Sections only group keys: "[study] workload" is the key "workload".
+  const auto bare = [](const std::string& full) { return full.substr(full.rfind('.') + 1); };
   for (const auto& opt : parsed.options) {
-    const std::string& full = opt.string_key;
-    const bool is_workload = full == "workload" || (full.size() > 9 && full.compare(full.size() - 9, 9, ".workload") == 0);
-    if (!is_workload) continue;
+    if (bare(opt.string_key) != "workload") continue;
     const std::string value = opt.value.empty() ? "" : trim(opt.value.front());
     if (value.empty()) break;  // reported below
     const std::vector<std::string> allowed = split_axis("workload", value, false);
@@ -93,7 +93,7 @@ RawValues read_study_file(const std::string& path, const std::vector<std::string
   std::set<std::string> seen;
   for (const auto& opt : parsed.options) {
     const std::string full = opt.string_key;
-    const std::string key = full.substr(full.rfind('.') == std::string::npos ? 0 : full.rfind('.') + 1);
+    const std::string key = bare(full);
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       throw UsageError(path + ": unknown key '" + full + "'; did you mean '" + closest_key(key, known) + "'?");
     }
@@ -129,6 +129,30 @@ std::vector<std::string> expand_seeds(const std::string& text) {
   return seeds;
 }
 
+Comparison parse_comparison(const std::string& text, const std::string& option, const std::string& whole) {
+  const std::string cmp = trim(text);
+  const auto pos = cmp.find_first_of("=!<>");
+  if (pos == std::string::npos || pos == 0) {
+    throw ConfigError(option, whole, "has '" + cmp + "', expected KEY=VALUE or KEY OP VALUE with OP one of = != < <= > >=");
+  }
+  std::size_t end = pos + 1;
+  if (end < cmp.size() && cmp[end] == '=') ++end;
+  Comparison c{trim(cmp.substr(0, pos)), cmp.substr(pos, end - pos), trim(cmp.substr(end))};
+  if (c.op == "!") throw ConfigError(option, whole, "has '!' without '='");
+  if (c.value.empty() || std::string("=!<>").find(c.value[0]) != std::string::npos) {
+    throw ConfigError(option, whole, "has '" + cmp + "': expected a value after '" + c.op + "'");
+  }
+  return c;
+}
+
+bool holds(const Comparison& c, const std::string& value) {
+  double a = 0, b = 0;
+  const bool numeric = as_number(value, &a) && as_number(c.value, &b);
+  const int order = numeric ? (a < b ? -1 : a > b ? 1 : 0) : value.compare(c.value);
+  return c.op == "=" ? order == 0 : c.op == "!=" ? order != 0 : c.op == "<" ? order < 0
+         : c.op == "<=" ? order <= 0 : c.op == ">" ? order > 0 : order >= 0;
+}
+
 std::vector<ExcludeRule> parse_exclude(const std::string& text, const std::vector<std::string>& known) {
   std::vector<ExcludeRule> rules;
   std::stringstream rule_in(text);
@@ -137,15 +161,7 @@ std::vector<ExcludeRule> parse_exclude(const std::string& text, const std::vecto
     ExcludeRule r;
     std::stringstream cmp_in(rule);
     for (std::string cmp; std::getline(cmp_in, cmp, '&');) {
-      cmp = trim(cmp);
-      const auto pos = cmp.find_first_of("=!<>");
-      if (pos == std::string::npos || pos == 0) {
-        throw ConfigError("exclude", text, "has '" + cmp + "', expected KEY OP VALUE with OP one of = != < <= > >=");
-      }
-      std::size_t end = pos + 1;
-      if (end < cmp.size() && cmp[end] == '=') ++end;
-      Comparison c{trim(cmp.substr(0, pos)), cmp.substr(pos, end - pos), trim(cmp.substr(end))};
-      if (c.op == "!") throw ConfigError("exclude", text, "has '!' without '='");
+      const Comparison c = parse_comparison(cmp, "exclude", text);
       if (std::find(known.begin(), known.end(), c.key) == known.end()) {
         throw ConfigError("exclude", text, "names unknown key '" + c.key + "'; did you mean '" +
                                                closest_key(c.key, known) + "'?");
@@ -166,12 +182,7 @@ bool is_excluded(const std::vector<ExcludeRule>& rules, const RawValues& combina
         all = false;
         break;
       }
-      double a = 0, b = 0;
-      const bool numeric = as_number(it->second, &a) && as_number(c.value, &b);
-      const int order = numeric ? (a < b ? -1 : a > b ? 1 : 0) : it->second.compare(c.value);
-      const bool holds = c.op == "=" ? order == 0 : c.op == "!=" ? order != 0 : c.op == "<" ? order < 0
-                         : c.op == "<=" ? order <= 0 : c.op == ">" ? order > 0 : order >= 0;
-      if (!holds) {
+      if (!holds(c, it->second)) {
         all = false;
         break;
       }

@@ -10,6 +10,7 @@
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/results.hpp"
+#include "dpstudy/study.hpp"
 
 namespace fs = std::filesystem;
 
@@ -103,42 +104,23 @@ void require_columns(const Runs& r, const std::vector<std::string>& keys, const 
   }
 }
 
-Condition parse_where(const std::string& text) {
-  const std::size_t at = text.find_first_of("=!<>");
-  if (at == std::string::npos || at == 0) {
-    throw UsageError("--where '" + text + "': expected KEY=VALUE, or KEY OP VALUE with OP one of != < <= > >=");
-  }
-  std::size_t len = 1;
-  if (text.compare(at, 2, "!=") == 0 || text.compare(at, 2, "<=") == 0 || text.compare(at, 2, ">=") == 0) len = 2;
-  const std::string op = text.substr(at, len);
-  if (op == "!") throw UsageError("--where '" + text + "': '!' without '='");
-  if (at + len >= text.size() || std::string("=!<>").find(text[at + len]) != std::string::npos) {
-    throw UsageError("--where '" + text + "': expected a value after '" + op + "'");
-  }
-  return {text.substr(0, at), op, text.substr(at + len)};
-}
-
 void apply_where(Runs& r, const std::vector<std::string>& where) {
+  // KEY OP VALUE, parsed and compared as a study's exclude rules (study.hpp).
   for (const auto& text : where) {
-    const Condition c = parse_where(text);
+    const Comparison c = parse_comparison(text, "where", text);
     require_columns(r, {c.key}, "--where key");
     char* end = nullptr;
-    const double num = std::strtod(c.value.c_str(), &end);
-    const bool numeric = end && *end == '\0' && !c.value.empty();
+    std::strtod(c.value.c_str(), &end);
+    const bool numeric_value = *end == '\0';
     std::vector<Run> kept;
     for (auto& run : r.runs) {
+      // A number compares as stored (a period of never as -1: sync_period>0),
+      // or as shown when the condition names a word (sync_period=never).
       const auto it = run.numbers.find(c.key);
-      int cmp = 0;  // run's value against the condition's
-      if (it != run.numbers.end() && numeric) {
-        if (std::isnan(it->second)) continue;  // a run without the key matches nothing
-        cmp = it->second < num ? -1 : it->second > num ? 1 : 0;
-      } else {
-        const std::string v = run.text(c.key).value_or("");
-        cmp = v < c.value ? -1 : v > c.value ? 1 : 0;
-      }
-      const bool match = c.op == "=" ? cmp == 0 : c.op == "!=" ? cmp != 0 : c.op == "<" ? cmp < 0
-                       : c.op == "<=" ? cmp <= 0 : c.op == ">" ? cmp > 0 : cmp >= 0;
-      if (match) kept.push_back(std::move(run));
+      if (it != run.numbers.end() && std::isnan(it->second)) continue;  // a run without the key matches nothing
+      const std::string value = it != run.numbers.end() && numeric_value ? format_number(it->second)
+                                                                          : run.text(c.key).value_or("");
+      if (holds(c, value)) kept.push_back(std::move(run));
     }
     r.runs = std::move(kept);
   }

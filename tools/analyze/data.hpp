@@ -28,12 +28,6 @@ struct Runs {
 Runs load_studies(const std::vector<std::string>& dirs);
 
 // Keeps the runs matching every "key=value" (numbers compare as numbers).
-// One --where condition: KEY OP VALUE with OP one of = != < <= > >= (numbers
-// compare as numbers, other values as text, as a study's exclude rules).
-struct Condition {
-  std::string key, op, value;
-};
-Condition parse_where(const std::string& text);
 void apply_where(Runs& r, const std::vector<std::string>& where);
 
 // Checks that every key is a column; UsageError listing the columns otherwise.

@@ -15,6 +15,7 @@
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/metrics.hpp"
 #include "dpstudy/stats.hpp"
+#include "dpstudy/study.hpp"
 #include "report.hpp"
 
 namespace po = boost::program_options;
@@ -494,7 +495,7 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
       std::vector<std::pair<std::string, std::string>> match;
       for (std::size_t k = 0; k < o.by.size(); ++k) match.emplace_back(o.by[k], rc.key_values[k]);
       for (const std::string& w : o.where) {
-        const Condition c = parse_where(w);
+        const Comparison c = parse_comparison(w, "where", w);
         if (c.op == "=") match.emplace_back(c.key, c.value);
       }
       const double sps = steps_per_s(speed, match, o.throughput);

@@ -39,6 +39,11 @@ std::vector<std::string> expand_seeds(const std::string& text);
 struct Comparison {
   std::string key, op, value;
 };
+// One "KEY OP VALUE" (also dpstudy-analyze's --where). Throws ConfigError on
+// `option` with `whole` (the text the user gave) as the value.
+Comparison parse_comparison(const std::string& text, const std::string& option, const std::string& whole);
+// Whether `value` OP c.value holds: numbers as numbers, other values as text.
+bool holds(const Comparison& c, const std::string& value);
 using ExcludeRule = std::vector<Comparison>;
 std::vector<ExcludeRule> parse_exclude(const std::string& text, const std::vector<std::string>& known_keys);
 bool is_excluded(const std::vector<ExcludeRule>& rules, const RawValues& combination);
