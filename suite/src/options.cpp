@@ -25,6 +25,15 @@ std::string list_text(const std::vector<double>& v) {
   return s;
 }
 
+// Boost prints a double default with 17 digits (0.90000000000000002).
+template <class T>
+po::typed_value<T>* with_default(T* target, const T& value) {
+  return po::value(target)->default_value(value);
+}
+po::typed_value<double>* with_default(double* target, double value) {
+  return po::value(target)->default_value(value, to_text(ConfigValue(value)));
+}
+
 }  // namespace
 
 int parse_period(const std::string& option, const std::string& text) {
@@ -68,20 +77,20 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
   RunConfig& c = draft_;
   po::options_description data("Data");
   data.add_options()
-      ("dataset", po::value(&c.dataset)->default_value(d.dataset), "mnist, fashion-mnist or cifar10")
-      ("validation_fraction", po::value(&c.validation_fraction)->default_value(d.validation_fraction),
+      ("dataset", with_default(&c.dataset, d.dataset), "mnist, fashion-mnist or cifar10")
+      ("validation_fraction", with_default(&c.validation_fraction, d.validation_fraction),
        "fraction of the training split held out for validation, [0, 1)")
       ("augment", po::value(&augment_)->default_value(to_string(d.augment)),
        "training augmentation: none, or crop_flip (random crops of a 4-pixel zero-padded image, horizontal flips)");
   po::options_description workers("Workers and data assignment");
   workers.add_options()
-      ("workers", po::value(&c.workers)->default_value(d.workers), "logical workers W")
-      ("overlap", po::value(&c.overlap)->default_value(d.overlap), "overlap alpha in [0, 1]: 0 disjoint shards, 1 full copies")
+      ("workers", with_default(&c.workers, d.workers), "logical workers W")
+      ("overlap", with_default(&c.overlap, d.overlap), "overlap alpha in [0, 1]: 0 disjoint shards, 1 full copies")
       ("overlap_mode", po::value(&overlap_mode_)->default_value(to_string(d.overlap_mode)),
        "pool (a shared fraction plus disjoint parts) or spread (own part plus draws from the others)")
       ("granularity", po::value(&granularity_)->default_value(to_string(d.granularity)),
        "unit of assignment: fine (samples), medium (blocks of block_size), coarse (one block per share)")
-      ("block_size", po::value(&c.block_size)->default_value(d.block_size), "samples per block (medium)")
+      ("block_size", with_default(&c.block_size, d.block_size), "samples per block (medium)")
       ("order", po::value(&order_)->default_value(to_string(d.order)),
        "order the units are cut from: shuffled (by the data seed), stored, label (non-IID)")
       ("shard_owner", po::value(&shard_owner_)->default_value(to_string(d.shard_owner)),
@@ -90,62 +99,62 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
   sync.add_options()
       ("sync_period", po::value(&sync_period_)->default_value(period_text(d.sync_period)),
        "H: 1 averages gradients every step; H > 1 averages parameters every H steps (local SGD); never")
-      ("local_sgd_from_epoch", po::value(&c.local_sgd_from_epoch)->default_value(d.local_sgd_from_epoch),
+      ("local_sgd_from_epoch", with_default(&c.local_sgd_from_epoch, d.local_sgd_from_epoch),
        "post-local SGD: synchronous (H = 1) before this epoch")
-      ("group_size", po::value(&c.group_size)->default_value(d.group_size), "G, workers per group; divides W")
+      ("group_size", with_default(&c.group_size, d.group_size), "G, workers per group; divides W")
       ("group_sync_period", po::value(&group_sync_period_)->default_value(period_text(d.group_sync_period)),
        "average within each group every this many steps, or never")
-      ("average_momentum", po::value(&c.average_momentum)->default_value(d.average_momentum),
+      ("average_momentum", with_default(&c.average_momentum, d.average_momentum),
        "also average momentum buffers at each parameter averaging")
-      ("average_buffers", po::value(&c.average_buffers)->default_value(d.average_buffers),
+      ("average_buffers", with_default(&c.average_buffers, d.average_buffers),
        "also average batch-norm running statistics at each parameter averaging");
   po::options_description opt("Optimiser");
   opt.add_options()
       ("optimizer", po::value(&optimizer_)->default_value(to_string(d.optimizer)), "sgd, momentum or nesterov")
-      ("momentum", po::value(&c.momentum)->default_value(d.momentum), "momentum factor, [0, 1)")
-      ("weight_decay", po::value(&c.weight_decay)->default_value(d.weight_decay), "L2 weight decay")
-      ("batch_size", po::value(&c.batch_size)->default_value(d.batch_size), "per-worker batch size b")
-      ("epochs", po::value(&c.epochs)->default_value(d.epochs), "epochs of floor(N / (W b)) steps")
-      ("sparsity", po::value(&c.sparsity)->default_value(d.sparsity),
+      ("momentum", with_default(&c.momentum, d.momentum), "momentum factor, [0, 1)")
+      ("weight_decay", with_default(&c.weight_decay, d.weight_decay), "L2 weight decay")
+      ("batch_size", with_default(&c.batch_size, d.batch_size), "per-worker batch size b")
+      ("epochs", with_default(&c.epochs, d.epochs), "epochs of floor(N / (W b)) steps")
+      ("sparsity", with_default(&c.sparsity, d.sparsity),
        "fraction of the prunable weights removed at initialisation, [0, 1); the mask stays fixed")
       ("pruning", po::value(&pruning_)->default_value(to_string(d.pruning)), "snip or random")
-      ("snip_batches", po::value(&c.snip_batches)->default_value(d.snip_batches),
+      ("snip_batches", with_default(&c.snip_batches, d.snip_batches),
        "SNIP: training mini-batches the connection sensitivities are summed over");
   po::options_description lr("Learning rate");
   lr.add_options()
-      ("lr", po::value(&c.lr)->default_value(d.lr), "base learning rate (or give batch_lr_ratio)")
-      ("batch_lr_ratio", po::value(&c.batch_lr_ratio)->default_value(d.batch_lr_ratio),
+      ("lr", with_default(&c.lr, d.lr), "base learning rate (or give batch_lr_ratio)")
+      ("batch_lr_ratio", with_default(&c.batch_lr_ratio, d.batch_lr_ratio),
        "r: base rate = batch_size / r (instead of lr)")
       ("lr_scaling", po::value(&lr_scaling_)->default_value(to_string(d.lr_scaling)),
        "none, linear or sqrt in the global batch W b relative to lr_base_batch")
-      ("lr_base_batch", po::value(&c.lr_base_batch)->default_value(d.lr_base_batch),
+      ("lr_base_batch", with_default(&c.lr_base_batch, d.lr_base_batch),
        "reference global batch for the scaling rule (0: batch_size)")
-      ("warmup_epochs", po::value(&c.warmup_epochs)->default_value(d.warmup_epochs), "linear warm-up length")
+      ("warmup_epochs", with_default(&c.warmup_epochs, d.warmup_epochs), "linear warm-up length")
       ("warmup_start", po::value(&warmup_start_)->default_value(to_string(d.warmup_start)),
        "warm-up from zero, or from the unscaled base rate (Goyal et al.)")
       ("schedule", po::value(&schedule_)->default_value(to_string(d.schedule)), "constant, step, cosine or linear")
       ("lr_milestones", po::value(&milestones_)->default_value(list_text(d.lr_milestones)),
        "step schedule: epochs at which the rate is multiplied by lr_decay, e.g. 150,225")
-      ("lr_decay", po::value(&c.lr_decay)->default_value(d.lr_decay), "step schedule: factor per milestone")
-      ("lr_end_factor", po::value(&c.lr_end_factor)->default_value(d.lr_end_factor),
+      ("lr_decay", with_default(&c.lr_decay, d.lr_decay), "step schedule: factor per milestone")
+      ("lr_end_factor", with_default(&c.lr_end_factor, d.lr_end_factor),
        "cosine, linear: final rate as a fraction of the peak")
-      ("lr_decay_steps", po::value(&c.lr_decay_steps)->default_value(d.lr_decay_steps),
+      ("lr_decay_steps", with_default(&c.lr_decay_steps, d.lr_decay_steps),
        "linear: steps from the end of warm-up to the end rate (0: to the last step)");
   po::options_description eval("Evaluation and seeds");
   eval.add_options()
-      ("eval_every", po::value(&c.eval_every)->default_value(d.eval_every),
+      ("eval_every", with_default(&c.eval_every, d.eval_every),
        "evaluate every this many steps (0: at the end of each epoch only)")
-      ("test_every", po::value(&c.test_every)->default_value(d.test_every),
+      ("test_every", with_default(&c.test_every, d.test_every),
        "with a validation split: evaluate the test split only every this many steps, at epoch ends, at the goal "
        "and at the end; other evaluations record NaN test metrics (0: at every evaluation)")
-      ("eval_batch", po::value(&c.eval_batch)->default_value(d.eval_batch), "batch size for evaluation")
-      ("goal_error", po::value(&c.goal_error)->default_value(d.goal_error),
+      ("eval_batch", with_default(&c.eval_batch, d.eval_batch), "batch size for evaluation")
+      ("goal_error", with_default(&c.goal_error, d.goal_error),
        "steps-to-result: record the first evaluated step whose error (1 - accuracy; validation split if held out, "
        "else test) is at most this (0: none)")
-      ("stop_at_goal", po::value(&c.stop_at_goal)->default_value(d.stop_at_goal),
+      ("stop_at_goal", with_default(&c.stop_at_goal, d.stop_at_goal),
        "end the run once the goal is reached (after recording the step)")
       ("seed", po::value(&seed_)->default_value(std::to_string(d.seed)), "run seed: initial weights and samplers")
-      ("data_seed", po::value(&c.data_seed)->default_value(d.data_seed),
+      ("data_seed", with_default(&c.data_seed, d.data_seed),
        "data seed: order, assignment, validation split (-1: the run seed)");
   description_.add(data).add(workers).add(sync).add(opt).add(lr).add(eval);
 }

@@ -686,8 +686,8 @@ int main(int argc, char** argv) {
         "include_diverged", po::bool_switch(&o.include_diverged), "keep diverged and failed runs")(
         "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv or json")(
         "effect", po::value(&o.effect), "power: seeds needed to detect this standardised effect d")(
-        "alpha", po::value(&o.alpha)->default_value(0.05), "power: significance level")(
-        "power", po::value(&o.power)->default_value(0.8), "power: required power")(
+        "alpha", po::value(&o.alpha)->default_value(0.05, "0.05"), "power: significance level")(
+        "power", po::value(&o.power)->default_value(0.8, "0.8"), "power: required power")(
         "series", po::value(&o.series)->default_value(o.series), "curves / steps-to-result: eval series")(
         "x", po::value(&o.x)->default_value(o.x), "curves: step, epoch, samples or time_s")(
         "target", po::value(&o.target), "steps-to-result: the goal value of the series")(
