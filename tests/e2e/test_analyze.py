@@ -169,6 +169,44 @@ class Analyze(unittest.TestCase):
                                                              "--format", "csv"))))
         self.assertEqual([r["batch_size"] for r in rows], ["5", "10", "20"])
 
+    def test_intervals_of_curves_and_plots(self):
+        """--interval: the curves' ends are the summary's mean +/- sd, sem, ci95 or min and max at that point."""
+        summary = {r["sync_period"]: r for r in csv.DictReader(io.StringIO(self.analyze(
+            "summary", self.main, "--by", "sync_period", "--metric", "test_accuracy@step=10", "--where", "lr=0.05",
+            "--format", "csv")))}
+        headers = {"ci95": ("ci95 low", "ci95 high"), "sd": ("mean - sd", "mean + sd"),
+                   "sem": ("mean - sem", "mean + sem"), "range": ("min", "max")}
+        for interval, (low, high) in headers.items():
+            rows = [r for r in csv.DictReader(io.StringIO(self.analyze(
+                "curves", self.main, "--by", "sync_period", "--where", "lr=0.05", "--interval", interval,
+                "--format", "csv"))) if r["step"] == "10"]
+            self.assertEqual(len(rows), 2, interval)
+            for row in rows:
+                s = summary[row["sync_period"]]
+                mean = float(s["mean (fraction)"])
+                if interval in ("sd", "sem"):
+                    spread = float(s[interval + " (fraction)"])
+                    expect = (mean - spread, mean + spread)
+                else:
+                    names = {"ci95": ("ci95 low", "ci95 high"), "range": ("min", "max")}[interval]
+                    expect = tuple(float(s[n + " (fraction)"]) for n in names)
+                got = (float(row[low + " (fraction)"]), float(row[high + " (fraction)"]))
+                for g, e in zip(got, expect):
+                    self.assertAlmostEqual(g, e, places=3, msg=f"{interval} {row}")
+        head = self.analyze("curves", self.main, "--interval", "none", "--format", "csv").splitlines()[0]
+        self.assertEqual(head, "step,n,mean (fraction)")
+        path = os.path.join(self.tmp, "band.svg")
+        self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap,sync_period", "--where", "lr=0.05",
+                     "--interval", "sd", "--style", "band", "--output", path)
+        with open(path, encoding="utf-8") as f:
+            svg = f.read()
+        self.assertIn("mean and +/- 1 standard deviation over seeds", svg)
+        self.assertIn("lr=0.05", svg)
+        for args, message in ((["curves", self.main, "--interval", "iqr"], "--interval: 'iqr' is not one of: ci95, sd"),
+                              (["plot", self.main, "--by", "overlap", "--style", "area", "--output", path],
+                               "--style: 'area' is not one of: bars, band")):
+            self.assertIn(message, self.analyze(*args, status=2))
+
     def test_plots(self):
         for kind, args in (("summary", ["--by", "overlap,sync_period", "--where", "lr=0.05"]),
                            ("curves", ["--by", "sync_period", "--where", "lr=0.05", "--x", "epoch"]),

@@ -26,7 +26,7 @@ namespace {
 
 struct Options {
   std::string command, metric = "final_test_accuracy", factor, baseline, format = "table", series = "test_accuracy",
-                       x = "step", output, kind = "summary", throughput;
+                       x = "step", output, kind = "summary", throughput, interval = "ci95", style = "bars";
   std::vector<std::string> dirs, where, by, within;
   bool include_diverged = false;
   double effect = 0, target = std::nan(""), alpha = 0.05, power = 0.8;
@@ -59,6 +59,42 @@ std::string label(const std::vector<std::string>& keys, const std::vector<std::s
 std::vector<double> finite(std::vector<double> v) {
   v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
   return v;
+}
+
+// What the bars and bands of curves and plots show around the mean (--interval).
+struct Interval {
+  const char* name;
+  const char* low_header;
+  const char* high_header;
+  const char* title;  // completes "mean and ..."
+};
+const std::vector<Interval> kIntervals{{"ci95", "ci95 low", "ci95 high", "95 % confidence interval"},
+                                       {"sd", "mean - sd", "mean + sd", "+/- 1 standard deviation"},
+                                       {"sem", "mean - sem", "mean + sem", "+/- 1 standard error"},
+                                       {"range", "min", "max", "range (min to max)"},
+                                       {"none", "", "", ""}};
+
+const Interval& interval_named(const std::string& name) {
+  for (const Interval& i : kIntervals) {
+    if (name == i.name) return i;
+  }
+  throw ConfigError("interval", name, "is not one of: ci95, sd, sem, range, none");
+}
+
+// The interval's ends; the mean itself where it is undefined (n = 1 has no sd).
+std::pair<double, double> interval_ends(const stats::Describe& d, const std::string& name) {
+  double lo = d.mean, hi = d.mean;
+  if (name == "ci95") lo = d.ci_low, hi = d.ci_high;
+  if (name == "sd") lo = d.mean - d.sd, hi = d.mean + d.sd;
+  if (name == "sem") lo = d.mean - d.sem, hi = d.mean + d.sem;
+  if (name == "range") lo = d.min, hi = d.max;
+  return {std::isnan(lo) ? d.mean : lo, std::isnan(hi) ? d.mean : hi};
+}
+
+// "mean and 95 % confidence interval", or "mean" alone with --interval none.
+std::string mean_and(const Options& o) {
+  const Interval& i = interval_named(o.interval);
+  return std::string("mean") + (*i.title ? std::string(" and ") + i.title : "");
 }
 
 Runs subset(const Runs& all, const std::vector<const Run*>& runs) {
@@ -308,9 +344,10 @@ std::vector<Curve> curves_of(const Runs& r, const Options& o) {
       const stats::Describe d = stats::describe(finite(ys));
       if (d.n == 0) continue;  // no run has a value here (e.g. test_every skipped the test split)
       c.x.push_back(x);
+      const auto [lo, hi] = interval_ends(d, o.interval);
       c.mean.push_back(d.mean);
-      c.lo.push_back(std::isnan(d.ci_low) ? d.mean : d.ci_low);
-      c.hi.push_back(std::isnan(d.ci_high) ? d.mean : d.ci_high);
+      c.lo.push_back(lo);
+      c.hi.push_back(hi);
       c.n.push_back(d.n);
     }
     out.push_back(c);
@@ -321,16 +358,22 @@ std::vector<Curve> curves_of(const Runs& r, const Options& o) {
 std::vector<Table> curves(const Runs& r, const Options& o) {
   Table t;
   const std::string unit = metric_unit(r, o.series);
-  t.title = "learning curves of " + o.series + " (mean and 95 % t interval over runs) against " + o.x;
+  const Interval& band = interval_named(o.interval);
+  const bool ends = *band.low_header != '\0';
+  t.title = "learning curves of " + o.series + " (" + mean_and(o) + " over runs) against " + o.x;
   t.headers = o.by;
-  for (const std::string& h : {o.x, std::string("n"), with_unit("mean", unit), with_unit("ci95 low", unit), with_unit("ci95 high", unit)}) {
-    t.headers.push_back(h);
+  for (const std::string& h : {o.x, std::string("n"), with_unit("mean", unit)}) t.headers.push_back(h);
+  if (ends) {
+    t.headers.push_back(with_unit(band.low_header, unit));
+    t.headers.push_back(with_unit(band.high_header, unit));
   }
   for (const Curve& c : curves_of(r, o)) {
     for (std::size_t i = 0; i < c.x.size(); ++i) {
       std::vector<std::string> row = c.key_values;
-      for (const std::string& cell : {num(c.x[i], 8), std::to_string(c.n[i]), num(c.mean[i]), num(c.lo[i]), num(c.hi[i])}) {
-        row.push_back(cell);
+      for (const std::string& cell : {num(c.x[i], 8), std::to_string(c.n[i]), num(c.mean[i])}) row.push_back(cell);
+      if (ends) {
+        row.push_back(num(c.lo[i]));
+        row.push_back(num(c.hi[i]));
       }
       t.rows.push_back(row);
     }
@@ -551,7 +594,6 @@ void plot(const Runs& r, const Options& o) {
   script << "set terminal " << term << "\nset grid\nset key outside right top\n";
   if (o.kind == "summary") {
     if (o.by.empty() || o.by.size() > 2) throw UsageError("plot --kind summary needs --by X or --by X,LINES");
-    Options so = o;
     std::vector<std::string> lines_keys(o.by.begin() + 1, o.by.end());
     std::vector<std::string> plots;
     std::set<std::string> off_axis;  // x values that are not numbers (sync_period=never)
@@ -567,16 +609,25 @@ void plot(const Runs& r, const Options& o) {
         }
         const stats::Describe d = stats::describe(finite(metric_values(r, g.runs, o.metric)));
         if (d.n == 0) continue;
-        data << g.key_values[0] << " " << format_number(d.mean) << " "
-             << format_number(std::isnan(d.ci_low) ? d.mean : d.ci_low) << " "
-             << format_number(std::isnan(d.ci_high) ? d.mean : d.ci_high) << "\n";
+        const auto [lo, hi] = interval_ends(d, o.interval);
+        data << g.key_values[0] << " " << format_number(d.mean) << " " << format_number(lo) << " " << format_number(hi)
+             << "\n";
       }
       data << "\n\n";
-      plots.push_back("datafile index " + std::to_string(block++) + " using 1:2:3:4 with yerrorlines lw 2 pt 7 title '" +
-                      (lines_keys.empty() ? o.metric : label(lines_keys, line.key_values)) + "'");
+      const std::string index = "datafile index " + std::to_string(block) + " ", colour = " lc " + std::to_string(block + 1);
+      const std::string title = " title '" + (lines_keys.empty() ? o.metric : label(lines_keys, line.key_values)) + "'";
+      if (o.interval == "none") {
+        plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + title);
+      } else if (o.style == "band") {
+        plots.push_back(index + "using 1:3:4 with filledcurves fs transparent solid 0.2" + colour + " notitle");
+        plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + title);
+      } else {
+        plots.push_back(index + "using 1:2:3:4 with yerrorlines lw 2 pt 7" + colour + title);
+      }
+      ++block;
     }
     script << "set xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "'\nset ylabel '" << with_unit(o.metric, metric_unit(r, o.metric))
-           << "'\nset title " << plot_title(o.metric + ": mean and 95 % confidence interval over seeds", o) << "\n"
+           << "'\nset title " << plot_title(o.metric + ": " + mean_and(o) + " over seeds", o) << "\n"
            << "set offsets graph 0.05, graph 0.05, 0, 0\nset xlabel noenhanced\nset ylabel noenhanced\nset key noenhanced\n";
     if (data.str().find_first_not_of("\n") == std::string::npos && !off_axis.empty()) {
       std::string values;
@@ -600,15 +651,17 @@ void plot(const Runs& r, const Options& o) {
       }
       data << "\n\n";
       const std::string title = label(o.by, c.key_values);
-      plots.push_back("datafile index " + std::to_string(block) + " using 1:3:4 with filledcurves fs transparent solid 0.2 lc " +
-                      std::to_string(block + 1) + " notitle");
+      if (o.interval != "none") {
+        plots.push_back("datafile index " + std::to_string(block) + " using 1:3:4 with filledcurves fs transparent solid 0.2 lc " +
+                        std::to_string(block + 1) + " notitle");
+      }
       plots.push_back("datafile index " + std::to_string(block) + " using 1:2 with linespoints lw 2 pt 7 lc " + std::to_string(block + 1) +
                       " title '" + title + "'");
       ++block;
     }
     script << "set xlabel '" << with_unit(o.x, metric_unit(r, o.x)) << "' noenhanced\nset ylabel '"
            << with_unit(o.series, metric_unit(r, o.series)) << "' noenhanced\nset key noenhanced\n"
-           << "set title " << plot_title("learning curves: mean and 95 % band over seeds", o) << "\nplot ";
+           << "set title " << plot_title("learning curves: " + mean_and(o) + " over seeds", o) << "\nplot ";
     for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
   } else if (o.kind == "steps") {
     const std::vector<Reach> reach = reach_of(r, o);
@@ -660,7 +713,7 @@ commands:
   compare          --factor K [--within K1,K2] [--baseline LEVEL] [--metric M]: ANOVA, Welch ANOVA,
                    Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed), Holm, Hedges' g
   power            --factor K [--within ...] [--baseline L] [--effect D]: detectable effect, seeds needed
-  curves           [--by K] [--series S] [--x step|epoch|samples|time_s]: mean curves with 95 % bands
+  curves           [--by K] [--series S] [--x step|epoch|samples|time_s] [--interval I]: mean curves with bands
   steps-to-result  --target T [--by batch_size] [--series S] [--throughput F]: first evaluated step reaching T
   plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command)
 
@@ -694,6 +747,10 @@ int main(int argc, char** argv) {
         "throughput", po::value(&o.throughput),
         "steps-to-result: a throughput.h5 of --mode throughput; adds steps/s and the estimated time to result")(
         "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, steps or best_lr")(
+        "interval", po::value(&o.interval)->default_value(o.interval),
+        "curves, plot summary|curves: what the bars and bands show: ci95 (95 % t interval of the mean), sd "
+        "(+/- 1 standard deviation), sem, range (min to max) or none")(
+        "style", po::value(&o.style)->default_value(o.style), "plot --kind summary: bars (error bars) or band (shaded)")(
         "output", po::value(&o.output), "plot: the PNG or SVG file to write");
     po::options_description hidden;
     hidden.add_options()("command", po::value(&o.command))("dirs", po::value(&o.dirs));
@@ -716,6 +773,8 @@ int main(int argc, char** argv) {
     o.by = split_list(by);
     o.within = split_list(within);
     const Format format = parse_format(o.format);
+    interval_named(o.interval);  // both refused before the results are read
+    if (o.style != "bars" && o.style != "band") throw ConfigError("style", o.style, "is not one of: bars, band");
     if (o.command == "steps-to-result" && o.by.empty()) o.by = {"batch_size"};
     Runs r = load_studies(o.dirs);
     apply_where(r, o.where);
