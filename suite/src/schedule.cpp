@@ -7,6 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
@@ -178,6 +182,84 @@ void ClaimQueue::remove_stale_claims(const std::string& dir, double stale_after_
     }
   }
   ::closedir(d);
+}
+
+namespace {
+std::vector<int> distinct_descending(std::vector<int> procs) {
+  std::sort(procs.begin(), procs.end(), std::greater<int>());
+  procs.erase(std::unique(procs.begin(), procs.end()), procs.end());
+  return procs;
+}
+}  // namespace
+
+bool sizes_nest(const std::vector<int>& procs, int world) {
+  const std::vector<int> sizes = distinct_descending(procs);
+  if (sizes.empty() || sizes.back() < 1 || sizes.front() > world || world % sizes.back() != 0) return false;
+  for (std::size_t j = 0; j + 1 < sizes.size(); ++j) {
+    if (sizes[j] % sizes[j + 1] != 0) return false;
+  }
+  return true;
+}
+
+std::vector<Block> nested_blocks(const std::vector<int>& procs, int world, int rank) {
+  if (!sizes_nest(procs, world) || rank < 0 || rank >= world) return {};
+  const std::vector<int> sizes = distinct_descending(procs);
+  // The block this rank starts in: ranks past the last whole block of one size
+  // start at the next smaller size.
+  std::size_t level = 0;
+  int base = 0;
+  while (rank >= base + (world - base) / sizes[level] * sizes[level]) {
+    base += (world - base) / sizes[level] * sizes[level];
+    ++level;
+  }
+  std::vector<Block> out;
+  int first = base + (rank - base) / sizes[level] * sizes[level];
+  for (; level < sizes.size(); ++level) {
+    first += (rank - first) / sizes[level] * sizes[level];
+    out.push_back({first, sizes[level]});
+  }
+  return out;
+}
+
+std::vector<Placement> schedule_nested(const std::vector<double>& costs, const std::vector<int>& procs, int world) {
+  if (costs.empty() || !sizes_nest(procs, world)) return {};
+  const std::vector<int> sizes = distinct_descending(procs);
+  // Each size's runs, largest cost first.
+  std::map<int, std::vector<std::size_t>> waiting;
+  std::vector<std::size_t> order(costs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return costs[a] > costs[b]; });
+  for (std::size_t i : order) waiting[procs[i]].push_back(i);
+  std::map<int, std::size_t> taken;  // size -> runs of it taken so far
+  // Free blocks by (time, first rank); each rank's first block to start with.
+  std::set<std::tuple<double, int, int>> free;  // time, first rank, size
+  for (int rank = 0; rank < world; ++rank) {
+    const Block b = nested_blocks(procs, world, rank).front();
+    free.insert({0.0, b.first, b.size});
+  }
+  std::vector<Placement> out;
+  while (!free.empty()) {
+    const auto [t, first, size] = *free.begin();
+    free.erase(free.begin());
+    std::size_t& next = taken[size];
+    if (next < waiting[size].size()) {
+      Placement p;
+      p.run = waiting[size][next++];
+      p.start = t;
+      p.end = t + costs[p.run] / double(size);
+      for (int r = first; r < first + size; ++r) p.ranks.push_back(r);
+      free.insert({p.end, first, size});
+      out.push_back(std::move(p));
+      continue;
+    }
+    const auto smaller = std::find(sizes.begin(), sizes.end(), size) + 1;
+    if (smaller == sizes.end()) continue;  // nothing left for this block
+    for (int f = first; f < first + size; f += *smaller) free.insert({t, f, *smaller});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Placement& a, const Placement& b) {
+    return a.start != b.start ? a.start < b.start : a.run < b.run;
+  });
+  return out;
 }
 
 int default_procs_per_run(int workers, int world) {

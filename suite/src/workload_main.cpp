@@ -449,7 +449,8 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         "stale and the run is taken over (docs/mpi.md)")(
         "placement", po::value(&g.placement)->default_value("dynamic"),
         "under mpirun: dynamic (groups of processes take the next run as they become free) or static (placed "
-        "in advance from estimated costs); studies whose runs take different numbers of processes are static");
+        "in advance from estimated costs); runs of several sizes: groups of the largest split as its runs "
+        "run out (docs/mpi.md)");
     po::options_description speed("Throughput mode (docs/performance.md); Google Benchmark's --benchmark_* flags apply");
     speed.add_options()("mode", po::value(&g.mode)->default_value("train"),
                         "train: run the study; throughput: time training steps per sweep point with Google Benchmark")(
@@ -827,17 +828,17 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       costs.push_back(double(plan[i].cost));
       procs.push_back(p);
     }
-    std::vector<Placement> schedule = schedule_runs(costs, procs, session.size());
+    // Dynamic: groups of P processes take the runs of their P in the schedule's
+    // order; with several P, a group with none left splits (nested_blocks). The
+    // sizes must nest; otherwise the static schedule uses every process
+    // (overlapping sets of ranks over time).
+    const bool uniform = std::all_of(procs.begin(), procs.end(), [&](int q) { return q == procs.front(); });
+    const bool dynamic = g.placement == "dynamic" && (procs.empty() || sizes_nest(procs, session.size()));
+    std::vector<Placement> schedule =
+        dynamic ? schedule_nested(costs, procs, session.size()) : schedule_runs(costs, procs, session.size());
     for (auto& pl : schedule) pl.run = todo[pl.run];
     double makespan = 0;
     for (const auto& pl : schedule) makespan = std::max(makespan, pl.end);
-    // Dynamic: fixed groups of P processes take the runs in the schedule's order.
-    // Fixed groups need one P that divides the job; otherwise the static schedule
-    // uses every process (overlapping sets of ranks over time).
-    const bool uniform = std::all_of(procs.begin(), procs.end(), [&](int q) { return q == procs.front(); });
-    const int group_procs = procs.empty() ? 1 : procs.front();
-    const bool divides = session.size() % group_procs == 0;
-    const bool dynamic = g.placement == "dynamic" && uniform && divides;
 
     const auto checkpoints = checkpoints_by_run(runs_dir);  // as the study starts
 
@@ -872,16 +873,26 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                     (long long)plan[i].cost, axes_text(plan[i].values, swept).c_str());
         if (to_run(i)) todo_cost += plan[i].cost;
       }
-      if (dynamic) {
+      if (dynamic && uniform) {
+        const int group_procs = procs.empty() ? 1 : procs.front();
         std::printf("# schedule: %zu runs on %d process(es) in %d group(s) of %d, taken in this order as groups "
                     "become free; ranks, start and end as the estimated costs predict\n",
                     schedule.size(), session.size(), session.size() / group_procs, group_procs);
+      } else if (dynamic) {
+        std::set<int, std::greater<int>> sizes(procs.begin(), procs.end());
+        std::string sizes_text;
+        for (int q : sizes) sizes_text += (sizes_text.empty() ? "" : ", then ") + std::to_string(q);
+        std::printf("# schedule: %zu runs on %d process(es) in groups of %s: a group takes the runs of its size in "
+                    "this order as it becomes free, and splits into smaller groups when none is left; ranks, start "
+                    "and end as the estimated costs predict\n",
+                    schedule.size(), session.size(), sizes_text.c_str());
       } else {
         std::printf("# schedule: %zu runs on %d process(es), placed in advance, largest estimated cost first%s\n",
                     schedule.size(), session.size(),
                     g.placement == "static" ? ""
-                    : !uniform              ? " (its runs take different numbers of processes)"
-                                            : " (the processes per run do not divide the processes)");
+                    : !uniform ? " (its runs' processes per run do not nest: each must divide the next larger, and "
+                                 "the smallest the processes)"
+                               : " (the processes per run do not divide the processes)");
       }
       std::printf("# %4s  %-16s  %-12s  %16s  %16s\n", "run", "run id", "ranks", "start (samples)", "end (samples)");
       for (const auto& pl : schedule) {
@@ -936,7 +947,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
 
     const auto study_start = Clock::now();
     StudyIndex index(study_dir, name);  // rewritten after each run this process leads, and at the end
-    double taken_cost = 0;                // sample-gradients of the runs this process has finished here
+    double taken_work = 0;  // sample-gradients / processes of the runs this process has finished here
     // One run on the processes pl.ranks (this one among them). `study_eta` maps
     // the run's fraction done and its ETA (s) to the study's ETA (s).
     // `claim`, if given, is asked on the run's first process whether this job
@@ -1046,7 +1057,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         results_io_s += std::chrono::duration<double>(Clock::now() - io0).count() + trainer->checkpoint_seconds();
         training_s += sm.wall_time_s;
       }
-      taken_cost += double(p.cost);
+      taken_work += double(p.cost) / nprocs;
       return true;
     };
     auto elapsed_s = [&] { return std::chrono::duration<double>(Clock::now() - study_start).count(); };
@@ -1061,10 +1072,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     // A run whose file appeared or changed since the plan was done by another
     // group or job meanwhile.
-    ClaimQueue queue(runs_dir.string(), ids, g.claim_timeout, [&](std::size_t k) {
+    const auto finished_elsewhere = [&](std::size_t k) {
       const std::int64_t now = stamp(ids[k]);
       return now != 0 && now != planned_stamp[schedule[k].run];
-    });
+    };
+    ClaimQueue queue(runs_dir.string(), ids, g.claim_timeout, finished_elsewhere);
     const double heartbeat_s = std::min(60.0, g.claim_timeout / 4);
     auto last_beat = Clock::now();
     auto heartbeat_of = [&](std::size_t k) {
@@ -1077,34 +1089,43 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     };
 
     if (dynamic) {
-      // Groups of consecutive ranks.
-      const int groups = session.size() / group_procs, my_group = session.rank() / group_procs;
-      if (my_group < groups) {
+      // Blocks of consecutive ranks, largest first: each takes the runs of its
+      // size, then splits into the blocks of the next size (nested_blocks).
+      std::map<int, std::vector<std::size_t>> of_size;  // processes -> positions in the schedule
+      for (std::size_t k = 0; k < schedule.size(); ++k) of_size[int(schedule[k].ranks.size())].push_back(k);
+      for (const Block& b : nested_blocks(procs, session.size(), session.rank())) {
+        const std::vector<std::size_t>& positions = of_size.at(b.size);
+        std::vector<std::string> size_ids;
+        for (std::size_t k : positions) size_ids.push_back(ids[k]);
+        ClaimQueue size_queue(runs_dir.string(), size_ids, g.claim_timeout,
+                              [&](std::size_t j) { return finished_elsewhere(positions[j]); });
         Placement mine;
-        for (int r = 0; r < group_procs; ++r) mine.ranks.push_back(my_group * group_procs + r);
+        for (int r = b.first; r < b.first + b.size; ++r) mine.ranks.push_back(r);
+        const bool first = session.rank() == b.first;
 #if DPSTUDY_WITH_MPI
         std::unique_ptr<mpi::RunGroup> group;
-        if (group_procs > 1) group = std::make_unique<mpi::RunGroup>(mine.ranks, int(plan.size()) + my_group);
+        if (b.size > 1) group = std::make_unique<mpi::RunGroup>(mine.ranks, int(plan.size()) + b.first);
 #endif
         for (;;) {
-          long long k = session.rank() == mine.ranks.front() ? queue.next() : -1;
+          long long j = first ? size_queue.next() : -1;
 #if DPSTUDY_WITH_MPI
-          if (group) group->broadcast(k);
+          if (group) group->broadcast(j);
 #endif
-          if (k < 0) break;
-          mine.run = schedule[std::size_t(k)].run;
-          const double cost = double(plan[mine.run].cost);
-          // As if every group trained at this group's rate so far: the study
-          // takes total / (groups x rate). Which group has which run is not needed.
+          if (j < 0) break;
+          const std::size_t k = positions[std::size_t(j)];
+          mine.run = schedule[k].run;
+          const double work = double(plan[mine.run].cost) / b.size;
+          // As if every process worked at this one's rate so far: the study
+          // takes total / processes of it. Which process has which run is not needed.
           run_one(
               mine,
-              [&, cost](double fraction, double run_eta) {
-                const double done = taken_cost + fraction * cost;
+              [&, work](double fraction, double run_eta) {
+                const double done = taken_work + fraction * work;
                 if (done <= 0) return 0.0;
-                return std::max(run_eta, elapsed_s() * (total / (double(groups) * done) - 1));
+                return std::max(run_eta, elapsed_s() * (total / (double(session.size()) * done) - 1));
               },
-              heartbeat_of(std::size_t(k)));
-          if (session.rank() == mine.ranks.front()) queue.release(std::size_t(k));
+              heartbeat_of(k));
+          if (first) queue.release(k);
         }
       }
     } else {

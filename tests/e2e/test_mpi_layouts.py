@@ -147,17 +147,20 @@ class Layouts(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 16)
 
-    def test_a_statically_placed_job_shares_a_study_too(self):
-        # Runs of 1 and 2 workers under -n 2 take 1 and 2 processes: placed in advance,
-        # and still each run once beside a single-process job on the same study.
+    def test_jobs_with_runs_of_several_sizes_share_a_study_too(self):
+        # Runs of 1 and 2 workers under -n 2 take 1 and 2 processes: placed in
+        # advance (static), or taken by a group of 2 that splits when no 2-process
+        # run is left (dynamic); either way each run once beside a single-process
+        # job on the same study, with the bits of one process.
         args = ["--workers", "1,2", "--sync_period", "1,4", "--seeds", "4"]
-        one = os.path.join(self.tmp, "static-ref")
+        one = os.path.join(self.tmp, "sizes-ref")
         self.assertEqual(self.study(one, 0, *args)[0].returncode, 0)
-        out = os.path.join(self.tmp, "static-shared")
-        self.assertIn("placed in advance", self.study(out, 2, *args, "--dry_run")[0].stdout)
-        logs = self.side_by_side(out, (2, 0), args)
-        self.assertEqual(sum(log.count(": starting") for log in logs), 16, "\n".join(logs))
-        self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 16)
+        for placement, plan in (("static", "placed in advance"), ("dynamic", "in groups of 2, then 1")):
+            out = os.path.join(self.tmp, "sizes-" + placement)
+            self.assertIn(plan, self.study(out, 2, *args, "--placement", placement, "--dry_run")[0].stdout)
+            logs = self.side_by_side(out, (2, 0), args + ["--placement", placement])
+            self.assertEqual(sum(log.count(": starting") for log in logs), 16, "\n".join(logs))
+            self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 16)
 
     def test_dynamic_placement_runs_each_run_once_with_the_same_bits(self):
         args = ["--workers", "2", "--sync_period", "1,4", "--seeds", "4"]
@@ -185,11 +188,28 @@ class Layouts(unittest.TestCase):
         self.assertEqual(text.count(": starting"), 8, text)  # each run once, among the 3 processes
         self.assertEqual(text.count(": completed, final test accuracy"), 8, text)
         self.assertEqual([f for f in os.listdir(runs) if f.endswith(".claim")], [])
-        # The plan says how runs will be placed; mixed processes per run fall back to static placement.
+        # The plan says how runs will be placed.
         r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 4, *args, "--procs_per_run", "2", "--dry_run")
         self.assertIn("in 2 group(s) of 2, taken in this order as groups become free", r.stdout)
-        r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 4, "--workers", "2,4", "--dry_run")
-        self.assertIn("placed in advance, largest estimated cost first (its runs take different numbers of processes)",
+        # 1, 2 and 4 processes per run: the 4-process runs first, then two groups of 2, then 4 of 1.
+        mixed = ["--workers", "1,2,4", "--sync_period", "1,4", "--seeds", "2"]
+        r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 4, *mixed, "--dry_run")
+        self.assertIn("in groups of 4, then 2, then 1: a group takes the runs of its size", r.stdout)
+        self.assertRegex(r.stdout, r"# schedule: .*\n.*\n +\d+ +[0-9a-f]{16} +0,1,2,3 +0 +240\n")
+        self.assertRegex(r.stdout, r" 2,3 +960 +1440\n")
+        one, out = os.path.join(self.tmp, "mixed1"), os.path.join(self.tmp, "mixed4")
+        self.assertEqual(self.study(one, 0, *mixed)[0].returncode, 0)
+        r, _ = self.study(out, 4, *mixed)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 12)
+        with open(os.path.join(out, "s", "log.txt")) as log:
+            started = [line for line in log.read().splitlines() if ": starting" in line]
+        self.assertEqual(len(started), 12)
+        self.assertTrue(all("workers=4" in line for line in started[:4]), started)  # the largest first
+        self.assertTrue(all("workers=1" in line for line in started[-4:]), started)
+        # Sizes that do not nest into the job (groups of 2 cannot tile 5 processes): static.
+        r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 5, "--workers", "2,4", "--dry_run")
+        self.assertIn("placed in advance, largest estimated cost first (its runs' processes per run do not nest",
                       r.stdout)
         r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 3, *args, "--procs_per_run", "2", "--dry_run")
         self.assertIn("placed in advance, largest estimated cost first (the processes per run do not divide the "

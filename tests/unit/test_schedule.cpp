@@ -34,10 +34,11 @@ void age(const std::string& path, double seconds) {
 
 }  // namespace
 
-TEST(Schedule, PlacesEveryRunOnceLargestFirstWithoutOverlapOnAnyProcess) {
-  const std::vector<double> costs = {10, 40, 20, 40, 5, 30};
-  const std::vector<int> procs = {1, 2, 1, 4, 1, 2};
-  const auto s = schedule_runs(costs, procs, 4);
+namespace {
+
+// Every run placed once on its number of processes for its estimated time, no
+// process holding two runs at once, sorted by start.
+void expect_valid_schedule(const std::vector<Placement>& s, const std::vector<double>& costs, const std::vector<int>& procs) {
   ASSERT_EQ(s.size(), costs.size());
   std::set<std::size_t> seen;
   for (const auto& p : s) {
@@ -60,12 +61,84 @@ TEST(Schedule, PlacesEveryRunOnceLargestFirstWithoutOverlapOnAnyProcess) {
   EXPECT_TRUE(std::is_sorted(s.begin(), s.end(), [](const Placement& x, const Placement& y) { return x.start < y.start; }));
 }
 
+}  // namespace
+
+TEST(Schedule, PlacesEveryRunOnceLargestFirstWithoutOverlapOnAnyProcess) {
+  const std::vector<double> costs = {10, 40, 20, 40, 5, 30};
+  const std::vector<int> procs = {1, 2, 1, 4, 1, 2};
+  expect_valid_schedule(schedule_runs(costs, procs, 4), costs, procs);
+}
+
+TEST(Schedule, NestedScheduleTakesEachSizeInAlignedBlocksLargestFirst) {
+  const std::vector<double> costs = {10, 40, 20, 40, 5, 30, 8, 8};
+  const std::vector<int> procs = {1, 2, 1, 4, 1, 2, 4, 2};
+  for (int world : {4, 6, 8}) {
+    const auto s = schedule_nested(costs, procs, world);
+    expect_valid_schedule(s, costs, procs);
+    for (const auto& p : s) {  // within the blocks nested_blocks gives
+      const auto blocks = nested_blocks(procs, world, p.ranks.front());
+      EXPECT_NE(std::find(blocks.begin(), blocks.end(), Block{p.ranks.front(), procs[p.run]}), blocks.end());
+    }
+  }
+  // On 4 processes: the two 4-process runs first, the larger first, then the
+  // 2-process runs on ranks 0-1 and 2-3, then the single ones.
+  const auto s = schedule_nested(costs, procs, 4);
+  EXPECT_EQ(s[0].run, 3u);
+  EXPECT_DOUBLE_EQ(s[0].end, 10);
+  EXPECT_EQ(s[1].run, 6u);
+  EXPECT_DOUBLE_EQ(s[1].start, 10);
+  EXPECT_EQ(s[2].run, 1u);  // 40 on ranks 0,1 from 12
+  EXPECT_EQ(s[2].ranks, (std::vector<int>{0, 1}));
+  EXPECT_DOUBLE_EQ(s[2].start, 12);
+  EXPECT_EQ(s[3].run, 5u);  // 30 on ranks 2,3
+  EXPECT_EQ(s[3].ranks, (std::vector<int>{2, 3}));
+  EXPECT_TRUE(schedule_nested(costs, {1, 2, 1, 4, 1, 2, 4, 3}, 4).empty());  // 3 does not nest
+}
+
 TEST(Schedule, DefaultProcessesPerRunIsTheLargestPowerOfTwoDividingWorkers) {
   EXPECT_EQ(default_procs_per_run(8, 64), 8);
   EXPECT_EQ(default_procs_per_run(8, 3), 2);
   EXPECT_EQ(default_procs_per_run(6, 8), 2);
   EXPECT_EQ(default_procs_per_run(1, 8), 1);
   EXPECT_EQ(default_procs_per_run(12, 16), 4);
+}
+
+TEST(Schedule, NestedBlocksSplitTheJobBySizeLargestFirst) {
+  using B = std::vector<Block>;
+  EXPECT_EQ(nested_blocks({1, 4, 2, 4}, 8, 5), (B{{4, 4}, {4, 2}, {5, 1}}));
+  EXPECT_EQ(nested_blocks({4, 2}, 6, 1), (B{{0, 4}, {0, 2}}));
+  EXPECT_EQ(nested_blocks({4, 2}, 6, 5), (B{{4, 2}}));  // past the last block of 4: starts at 2
+  EXPECT_EQ(nested_blocks({4, 2, 1}, 7, 6), (B{{6, 1}}));
+  EXPECT_EQ(nested_blocks({2}, 4, 3), (B{{2, 2}}));  // one size: fixed groups, as before
+  EXPECT_EQ(nested_blocks({1}, 3, 2), (B{{2, 1}}));
+  // Every size must divide the next larger, the smallest the job.
+  EXPECT_FALSE(sizes_nest({4, 3}, 12));
+  EXPECT_FALSE(sizes_nest({2}, 3));
+  EXPECT_FALSE(sizes_nest({8}, 4));
+  EXPECT_TRUE(sizes_nest({8, 2, 1, 8}, 12));
+  EXPECT_TRUE(nested_blocks({4, 3}, 12, 0).empty());
+  // Each rank ends alone, every block lies in the one before it, and every
+  // member of a block passes through that same block.
+  for (int world : {1, 2, 5, 6, 7, 8, 12, 16}) {
+    std::vector<int> sizes;
+    for (int size : {8, 4, 2, 1}) {
+      if (size <= world) sizes.push_back(size);  // a run never takes more processes than the job has
+    }
+    for (int rank = 0; rank < world; ++rank) {
+      const std::vector<Block> blocks = nested_blocks(sizes, world, rank);
+      ASSERT_FALSE(blocks.empty()) << world << " " << rank;
+      EXPECT_EQ(blocks.back(), (Block{rank, 1}));
+      for (std::size_t j = 0; j < blocks.size(); ++j) {
+        const Block& b = blocks[j];
+        EXPECT_TRUE(b.first <= rank && rank < b.first + b.size && b.first + b.size <= world);
+        if (j > 0) EXPECT_TRUE(blocks[j - 1].first <= b.first && b.first + b.size <= blocks[j - 1].first + blocks[j - 1].size);
+        for (int other = b.first; other < b.first + b.size; ++other) {
+          const std::vector<Block> theirs = nested_blocks(sizes, world, other);
+          EXPECT_NE(std::find(theirs.begin(), theirs.end(), b), theirs.end()) << world << " " << rank << " " << other;
+        }
+      }
+    }
+  }
 }
 
 TEST(ClaimQueue, QueuesOnOneFolderTakeEachRunOnceInOrder) {

@@ -21,8 +21,8 @@ struct Placement {
 // Sorted by start, then run index.
 std::vector<Placement> schedule_runs(const std::vector<double>& costs, const std::vector<int>& procs, int world);
 
-// Runs taken as processes become free: for studies whose runs all take the same
-// number of processes P (dividing the job's), the processes form fixed groups of P, and the
+// Runs taken as processes become free: the processes form groups of P (with
+// runs of several P, nested blocks: see nested_blocks below), and the
 // first process of a group takes the next run (in the schedule's order) that no
 // other group has taken, by creating <dir>/<run id>.claim exclusively. A group
 // that draws short runs (a run stopped at its goal, a faster configuration)
@@ -76,6 +76,27 @@ class ClaimQueue {
   std::vector<std::size_t> held_;  // runs another job held when this one came by
   std::size_t rescan_ = 0;         // held_ before it looked at again
 };
+
+// Dynamic placement when runs take different numbers of processes (a sweep of
+// worker counts): the job is cut into blocks of the largest P, what is left over
+// into blocks of the next P, and so on; a block whose P has no run left to take
+// splits into blocks of the next smaller P and goes on taking those. It needs
+// every P to divide the next larger one and the smallest to divide the job's
+// processes (powers of two, as default_procs_per_run gives, always do).
+struct Block {
+  int first = 0, size = 1;  // world ranks first .. first + size - 1
+  bool operator==(const Block& o) const { return first == o.first && size == o.size; }
+};
+bool sizes_nest(const std::vector<int>& procs, int world);
+// The blocks `rank` passes through, largest first; empty unless sizes_nest.
+std::vector<Block> nested_blocks(const std::vector<int>& procs, int world, int rank);
+
+// What dynamic placement will do if every run takes its estimated cost: blocks
+// as above, each taking the largest remaining run of its size when it is free
+// (the lowest first rank first when several are), and splitting when none is left. Sorted by start,
+// then run index; the order of a size's runs is the order their blocks take them.
+// Empty unless sizes_nest(procs, world).
+std::vector<Placement> schedule_nested(const std::vector<double>& costs, const std::vector<int>& procs, int world);
 
 // The default processes for a run of W workers in a job of N: the largest power
 // of two not above min(W, N) that divides W.
