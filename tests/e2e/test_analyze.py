@@ -169,6 +169,27 @@ class Analyze(unittest.TestCase):
                                                              "--format", "csv"))))
         self.assertEqual([r["batch_size"] for r in rows], ["5", "10", "20"])
 
+    def test_anova_of_two_factors(self):
+        rows = list(csv.DictReader(io.StringIO(self.analyze(
+            "anova", self.main, "--factors", "sync_period,overlap", "--where", "lr=0.05", "--format", "csv"))))
+        self.assertEqual([r["term"] for r in rows], ["sync_period", "overlap", "sync_period x overlap", "residual"])
+        by_term = {r["term"]: r for r in rows}
+        self.assertEqual(by_term["sync_period"]["df"], "1")
+        self.assertEqual(by_term["overlap"]["df"], "1")
+        # overlap 0.5 was never run with sync_period 4: 3 of 4 cells, the interaction cannot be estimated.
+        self.assertEqual(by_term["sync_period x overlap"]["df"], "0")
+        self.assertEqual(by_term["residual"]["df"], "6")  # 9 runs, 3 cells
+        self.assertTrue(0 <= float(by_term["overlap"]["p"]) <= 1)
+        out = self.analyze("anova", self.main, "--factors", "sync_period,overlap", "--where", "lr=0.05")
+        self.assertIn("9 runs in 3 of 4 cells, 3 per cell", out)
+        self.assertIn("sync_period x overlap cannot be estimated (empty cells or one level)", out)
+        # One family per --within level; the diverged lr=1000 runs leave their family without cells.
+        out = self.analyze("anova", self.main, "--factors", "sync_period,overlap", "--within", "lr")
+        self.assertIn("lr=1000: fewer than 2 cells with completed runs; no test", out)
+        for args, message in ((["--factors", "overlap"], "anova needs --factors K1,K2"),
+                              (["--factors", "overlap,speed"], "--factors 'speed' is not a column of the index")):
+            self.assertIn(message, self.analyze("anova", self.main, *args, status=2))
+
     def test_intervals_of_curves_and_plots(self):
         """--interval: the curves' ends are the summary's mean +/- sd, sem, ci95 or min and max at that point."""
         summary = {r["sync_period"]: r for r in csv.DictReader(io.StringIO(self.analyze(

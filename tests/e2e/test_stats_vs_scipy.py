@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Every statistic and p-value of dpstudy's stats module against scipy.stats
-(Debian's python3-scipy) on the same numbers, to a relative 1e-6.
+(Debian's python3-scipy) on the same numbers, to a relative 1e-6; the factorial
+ANOVA against statsmodels (python3-statsmodels).
 
 usage: test_stats_vs_scipy.py STATS_CHECK_EXE
 """
+import itertools
 import subprocess
 import sys
 import unittest
@@ -70,6 +72,58 @@ class AgainstScipy(unittest.TestCase):
         mine = np.array(list(map(float, rows[-1].split())))
         np.testing.assert_allclose(mine, holm(pvalues), rtol=1e-6)
         print(f"{len(all_cases)} tests and Holm's adjustment agree with scipy {__import__('scipy').__version__}")
+
+    def test_factorial_anova_against_statsmodels(self):
+        """Type II sums of squares, F and p of every term, balanced and not, 2 and 3 factors."""
+        try:
+            import pandas as pd
+            import statsmodels.formula.api as smf
+            from statsmodels.stats.anova import anova_lm
+        except ImportError as e:
+            self.fail(f"python3-statsmodels is needed for this check (tools/install-deps): {e}")
+        rng = np.random.default_rng(11)
+        designs = []
+        for counts in ((3, 2, 5), (3, 2, None), (2, 2, 3, 4), (2, 3, 2, None)):
+            *sizes, per_cell = counts
+            cells = np.array(np.meshgrid(*[np.arange(s) for s in sizes], indexing="ij")).reshape(len(sizes), -1).T
+            rows = []
+            for cell in cells:
+                for _ in range(per_cell or int(rng.integers(2, 7))):  # None: 2 to 6 per cell, unbalanced
+                    rows.append(cell)
+            levels = np.array(rows).T
+            # An interaction, as overlap x sync period in Study A: the first factor matters at one level of the second.
+            y = 0.85 + 0.01 * levels[0] * (levels[1] == 1) + 0.004 * levels[1] + rng.normal(0, 0.005, levels.shape[1])
+            designs.append((levels, y))
+        lines = [";".join(["factorial", ",".join(repr(float(v)) for v in y)] +
+                          [",".join(str(int(v)) for v in f) for f in levels]) for levels, y in designs]
+        r = subprocess.run([EXE], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+        for (levels, y), row in zip(designs, r.stdout.strip().split("\n")):
+            names = "abc"[:len(levels)]
+            frame = pd.DataFrame({"y": y, **{n: levels[i] for i, n in enumerate(names)}})
+            ref = anova_lm(smf.ols("y ~ " + "*".join(f"C({n})" for n in names), frame).fit(), typ=2)
+            values = list(map(float, row.split()))
+            terms = [values[i:i + 4] for i in range(0, len(values) - 2, 4)]
+            # statsmodels names terms C(a), C(b), C(a):C(b), ...; ours come by size, then in order.
+            combos = [c for k in range(1, len(names) + 1) for c in itertools.combinations(names, k)]
+            by_name = {":".join(f"C({n})" for n in combo): t for combo, t in zip(combos, terms)}
+            self.assertEqual(set(by_name), set(ref.index) - {"Residual"})
+            for name, (ss, df, f, p) in by_name.items():
+                for mine, theirs, what in ((ss, ref.loc[name, "sum_sq"], "SS"), (df, ref.loc[name, "df"], "df"),
+                                           (f, ref.loc[name, "F"], "F"), (p, ref.loc[name, "PR(>F)"], "p")):
+                    self.assertTrue(np.isclose(mine, theirs, rtol=1e-6, atol=1e-300), f"{levels.shape} {name} {what}: "
+                                    f"{mine} vs {theirs}")
+            self.assertTrue(np.isclose(values[-2], ref.loc["Residual", "sum_sq"], rtol=1e-6))
+            self.assertEqual(values[-1], ref.loc["Residual", "df"])
+        # Edge cases: an empty cell leaves the interaction inestimable (df 0), one value per cell leaves no residual.
+        empty = "factorial;0.80,0.81,0.84,0.85,0.90,0.91;0,0,1,1,0,0;0,0,0,0,1,1"
+        single = "factorial;0.80,0.84,0.90,0.97;0,1,0,1;0,0,1,1"
+        r = subprocess.run([EXE], input=empty + "\n" + single + "\n", capture_output=True, text=True, check=True)
+        e, o = (list(map(float, row.split())) for row in r.stdout.strip().split("\n"))
+        self.assertEqual((e[1], e[5], e[9], e[13]), (1.0, 1.0, 0.0, 3.0))  # a, b, a:b, residual df
+        self.assertTrue(e[0] > 0 and e[4] > 0 and np.isnan(e[8]) and np.isnan(e[10]), e)
+        self.assertEqual(o[13], 0.0)
+        self.assertTrue(all(np.isnan(o[i]) for i in (2, 3, 6, 7)), o)
+        print(f"{len(designs)} factorial ANOVAs agree with statsmodels {__import__('statsmodels').__version__}")
 
 
 if __name__ == "__main__":

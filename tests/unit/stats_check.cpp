@@ -1,6 +1,6 @@
 // Reads test cases from stdin, one per line: NAME;group;group;... with each
 // group comma-separated numbers, and prints "statistic p" per line (holm: the
-// adjusted p-values). Used by test_stats_vs_scipy.py.
+// adjusted p-values; factorial: see below). Used by test_stats_vs_scipy.py.
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -23,6 +23,14 @@ int main() {
       std::stringstream values(part);
       for (std::string x; std::getline(values, x, ',');) v.push_back(std::stod(x));
       g.push_back(v);
+    }
+    if (name == "factorial") {  // y;levels of factor 0;levels of factor 1;...: "ss df F p" per term, then residual ss df
+      std::vector<std::vector<int>> levels;
+      for (std::size_t f = 1; f < g.size(); ++f) levels.emplace_back(g[f].begin(), g[f].end());
+      const FactorialAnova a = factorial_anova(g[0], levels);
+      for (const AnovaTerm& t : a.terms) std::printf("%.17g %.17g %.17g %.17g ", t.ss, t.df, t.f, t.p);
+      std::printf("%.17g %.17g\n", a.residual_ss, a.residual_df);
+      continue;
     }
     Test t{};
     if (name == "ttest_ind") t = welch_t(g[0], g[1]);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -27,7 +28,7 @@ namespace {
 struct Options {
   std::string command, metric = "final_test_accuracy", factor, baseline, format = "table", series = "test_accuracy",
                        x = "step", output, kind = "summary", throughput, interval = "ci95", style = "bars";
-  std::vector<std::string> dirs, where, by, within;
+  std::vector<std::string> dirs, where, by, within, factors;
   bool include_diverged = false;
   double effect = 0, target = std::nan(""), alpha = 0.05, power = 0.8;
 };
@@ -273,6 +274,70 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   pw.notes.push_back("marks: *** p < 0.001, ** < 0.01, * < 0.05 (Welch, Holm-adjusted); paired tests match runs "
                      "by seed: the same seed means the same initial weights and sampler streams");
   return {omni, pw};
+}
+
+// Factorial ANOVA per family: does one factor's effect depend on another's
+// level (Study A: does overlap matter only with local SGD)? docs/analysis.md.
+std::vector<Table> anova(const Runs& r, const Options& o) {
+  if (o.factors.size() < 2 || o.factors.size() > 4) {
+    throw UsageError("anova needs --factors K1,K2 (2 to 4 keys; for one factor use compare --factor K)");
+  }
+  require_columns(r, o.factors, "--factors");
+  std::string factors_text;
+  for (const std::string& f : o.factors) factors_text += (factors_text.empty() ? "" : " x ") + f;
+  Table t;
+  t.title = "factorial ANOVA of " + o.metric + ": " + factors_text + " (Type II sums of squares, F against the residual)";
+  t.headers = {"family", "term", "SS", "df", "MS", "F", "p", "", "partial eta^2"};
+  for (const Group& family : group_runs(r, o.within, false)) {
+    const std::string fam = label(o.within, family.key_values);
+    const Runs fr = subset(r, family.runs);
+    // Each cell (combination of levels) and its values; a level's index is its place among the factor's values.
+    std::vector<std::map<std::string, int>> index(o.factors.size());
+    for (std::size_t f = 0; f < o.factors.size(); ++f) {
+      for (const Group& g : group_runs(fr, {o.factors[f]}, o.include_diverged)) {
+        index[f].emplace(g.key_values[0], int(index[f].size()));
+      }
+    }
+    std::vector<double> y;
+    std::vector<std::vector<int>> levels(o.factors.size());
+    std::size_t cells = 0, smallest = SIZE_MAX, largest = 0;
+    for (const Group& cell : group_runs(fr, o.factors, o.include_diverged)) {
+      const std::vector<double> v = finite(metric_values(fr, cell.runs, o.metric));
+      if (v.empty()) continue;
+      ++cells;
+      smallest = std::min(smallest, v.size());
+      largest = std::max(largest, v.size());
+      for (double x : v) {
+        y.push_back(x);
+        for (std::size_t f = 0; f < o.factors.size(); ++f) levels[f].push_back(index[f].at(cell.key_values[f]));
+      }
+    }
+    std::size_t combinations = 1;
+    for (const auto& ix : index) combinations *= ix.size();
+    if (cells < 2) {
+      t.notes.push_back(fam + ": fewer than 2 cells with completed runs; no test");
+      continue;
+    }
+    const stats::FactorialAnova a = stats::factorial_anova(y, levels);
+    for (const stats::AnovaTerm& term : a.terms) {
+      std::string name;
+      for (int f : term.factors) name += (name.empty() ? "" : " x ") + o.factors[std::size_t(f)];
+      t.rows.push_back({fam, name, num(term.ss), num(term.df), term.df > 0 ? num(term.ss / term.df) : "-", num(term.f),
+                        pval(term.p), stats::significance(term.p), num(term.partial_eta_sq)});
+      if (term.df == 0) t.notes.push_back(fam + ": " + name + " cannot be estimated (empty cells or one level)");
+    }
+    t.rows.push_back({fam, "residual", num(a.residual_ss), num(a.residual_df),
+                      a.residual_df > 0 ? num(a.residual_ss / a.residual_df) : "-", "", "", "", ""});
+    t.notes.push_back(fam + ": " + std::to_string(y.size()) + " runs in " + std::to_string(cells) + " of " +
+                      std::to_string(combinations) + " cells, " +
+                      (smallest == largest ? std::to_string(smallest) + " per cell" +
+                                                 (cells == combinations ? " (balanced)" : "")
+                                           : std::to_string(smallest) + " to " + std::to_string(largest) +
+                                                 " per cell (unbalanced: Type II tests each term after those "
+                                                 "not containing it)"));
+    if (a.residual_df <= 0) t.notes.push_back(fam + ": one run per cell leaves no residual; no F test (add seeds)");
+  }
+  return {t};
 }
 
 std::vector<Table> power(const Runs& r, const Options& o) {
@@ -712,6 +777,8 @@ commands:
   summary          --by K1,K2 [--metric M]: n, mean, sd, sem, 95 % t interval, median, min, max per group
   compare          --factor K [--within K1,K2] [--baseline LEVEL] [--metric M]: ANOVA, Welch ANOVA,
                    Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed), Holm, Hedges' g
+  anova            --factors K1,K2 [--within K] [--metric M]: factorial ANOVA (Type II): main effects and
+                   interactions (does K1's effect depend on K2?), F, p, partial eta squared
   power            --factor K [--within ...] [--baseline L] [--effect D]: detectable effect, seeds needed
   curves           [--by K] [--series S] [--x step|epoch|samples|time_s] [--interval I]: mean curves with bands
   steps-to-result  --target T [--by batch_size] [--series S] [--throughput F]: first evaluated step reaching T
@@ -727,14 +794,15 @@ excluded unless --include_diverged.
 int main(int argc, char** argv) {
   try {
     Options o;
-    std::string by, within;
+    std::string by, within, factors;
     po::options_description named("options");
     named.add_options()("help,h", "show usage")("by", po::value(&by), "grouping keys, comma-separated")(
         "metric", po::value(&o.metric)->default_value(o.metric), "metric to analyse")(
         "where", po::value(&o.where)->composing(),
         "keep runs with KEY=VALUE, or KEY!=VALUE, KEY<VALUE, <=, >, >= (repeatable)")(
         "factor", po::value(&o.factor), "compare / power: the factor whose levels are compared")(
-        "within", po::value(&within), "compare / power: one family of tests per combination of these keys")(
+        "within", po::value(&within), "compare / power / anova: one family of tests per combination of these keys")(
+        "factors", po::value(&factors), "anova: the factors, comma-separated (2 to 4)")(
         "baseline", po::value(&o.baseline), "compare / power: compare every level with this one only")(
         "include_diverged", po::bool_switch(&o.include_diverged), "keep diverged and failed runs")(
         "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv or json")(
@@ -772,6 +840,7 @@ int main(int argc, char** argv) {
     if (!(o.power > 0 && o.power < 1)) throw ConfigError("power", num(o.power), "must be in (0, 1)");
     o.by = split_list(by);
     o.within = split_list(within);
+    o.factors = split_list(factors);
     const Format format = parse_format(o.format);
     interval_named(o.interval);  // both refused before the results are read
     if (o.style != "bars" && o.style != "band") throw ConfigError("style", o.style, "is not one of: bars, band");
@@ -782,6 +851,8 @@ int main(int argc, char** argv) {
       print(summary(r, o), format);
     } else if (o.command == "compare") {
       print(compare(r, o), format);
+    } else if (o.command == "anova") {
+      print(anova(r, o), format);
     } else if (o.command == "power") {
       print(power(r, o), format);
     } else if (o.command == "curves") {

@@ -35,6 +35,22 @@ Test anova(const std::vector<std::vector<double>>& groups);
 Test welch_anova(const std::vector<std::vector<double>>& groups);
 // scipy.stats.kruskal(*groups), tie-corrected H.
 Test kruskal(const std::vector<std::vector<double>>& groups);
+// Factorial ANOVA: a linear model of every main effect and interaction of k
+// categorical factors, with Type II sums of squares (each term adjusted for
+// every term that does not contain it; R's car::Anova, statsmodels'
+// anova_lm(typ=2)). levels[f][i] is observation i's level (any integer) in
+// factor f. Empty cells are allowed: a term they leave inestimable gets df 0.
+struct AnovaTerm {
+  std::vector<int> factors;  // which factors, ascending: {0} a main effect, {0, 1} their interaction
+  double ss, df, f, p;       // F and p against the residual; NaN where undefined
+  double partial_eta_sq;     // ss / (ss + residual ss)
+};
+struct FactorialAnova {
+  std::vector<AnovaTerm> terms;  // main effects, then two-way interactions, ...
+  double residual_ss, residual_df;
+};
+FactorialAnova factorial_anova(const std::vector<double>& y, const std::vector<std::vector<int>>& levels);
+
 // Holm-Bonferroni adjusted p-values, in the input order.
 std::vector<double> holm(const std::vector<double>& p);
 

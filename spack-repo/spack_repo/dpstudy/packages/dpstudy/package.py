@@ -59,11 +59,12 @@ class Dpstudy(CMakePackage, CudaPackage):
     # Every workload's throughput mode (--mode throughput) runs on Google Benchmark.
     depends_on("benchmark@1.5:", type=("build", "link"))
     depends_on("googletest", when="+tests", type=("build", "link"))
-    # The e2e tests read results with h5py and pandas and check statistics against scipy.
+    # The e2e tests read results with h5py and pandas and check statistics against scipy and statsmodels.
     depends_on("python@3.8:", when="+tests", type="test")
     depends_on("py-h5py", when="+tests", type="test")
     depends_on("py-pandas", when="+tests", type="test")
     depends_on("py-scipy", when="+tests", type="test")
+    depends_on("py-statsmodels", when="+tests", type="test")
 
     conflicts("+cuda", when="cuda_arch=none",
               msg="name the GPU architecture, e.g. cuda_arch=90 (H100/H200) or 80 (A100); "
