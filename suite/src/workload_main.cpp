@@ -88,7 +88,7 @@ struct RunComm {
 };
 
 struct General {
-  std::string data_dir, study_file, output = "results", device = "auto";
+  std::string data_dir, study_file, output = "results", device = "auto", reproduce;
   bool deterministic = true;
   int threads = 0;
   double expect_accuracy = -1;
@@ -295,6 +295,120 @@ int fail(const Session& session, const std::string& prog, const std::string& run
 
 // The processes a run takes (--procs_per_run, or the default), checked against
 // the job and the run's worker groups.
+// --reproduce: a run file's stored config as the values of a one-run study.
+// `keys` are this workload's run and model options; a stored key that is none
+// of them (a file of another dpstudy version) cannot be reproduced.
+struct StoredRun {
+  RawValues values;
+  std::string run_id, study_text;
+  std::int64_t trial = -1;          // a search trial's id, part of its run id
+  std::vector<std::string> absent;  // options the file has no value for (newer than it)
+  std::int64_t threads = 0;         // intra-op threads per process it ran with (provenance)
+};
+
+StoredRun read_stored_run(const std::string& path, const std::string& workload, const std::vector<std::string>& keys) {
+  std::string detail;
+  const RunFileState state = inspect_run_file(path, &detail, /*any_name=*/true);
+  if (state == RunFileState::missing) throw UsageError("--reproduce: " + path + ": no such run file");
+  if (state != RunFileState::complete) {
+    throw UsageError("--reproduce: " + path + " is not a complete run file (" + detail + ")");
+  }
+  const h5::File f = h5::File::open_read(path);
+  const h5::Group root = f.root();
+  const std::string theirs = root.get_string("workload");
+  if (theirs != workload) {
+    throw UsageError("--reproduce: " + path + " is a run of the " + theirs + " workload; reproduce it with dpstudy-" +
+                     theirs);
+  }
+  StoredRun out;
+  out.run_id = root.get_string("run_id");
+  const h5::Group config = root.open_group("config");
+  for (const std::string& k : config.attr_names()) {
+    if (k == "study_text") {
+      out.study_text = config.get_string(k);
+    } else if (k == "trial") {
+      out.trial = config.get_int(k);
+    } else if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+      throw UsageError("--reproduce: " + path + ": its config key '" + k +
+                       "' is no option of this dpstudy (the file comes from another version), so the run cannot be "
+                       "reproduced here");
+    } else if (config.attr_kind(k) == 's') {
+      // An empty list (no lr_milestones) is every workload's default; a study cannot spell it.
+      if (!config.get_string(k).empty()) out.values.emplace_back(k, config.get_string(k));
+    } else if (config.attr_kind(k) == 'i') {
+      const std::int64_t v = config.get_int(k);
+      const bool period = k == "sync_period" || k == "group_sync_period";
+      out.values.emplace_back(k, period && v == kNever ? "never"
+                                 : k == "seed"         ? std::to_string(std::uint64_t(v))
+                                                       : std::to_string(v));
+    } else {
+      out.values.emplace_back(k, to_text(ConfigValue(config.get_double(k))));
+    }
+  }
+  for (const std::string& k : keys) {
+    if (!config.has_attr(k)) out.absent.push_back(k);
+  }
+  const h5::Group prov = root.open_group("provenance");
+  if (prov.has_attr("threads") && prov.attr_kind("threads") == 'i') out.threads = prov.get_int("threads");
+  return out;
+}
+
+// A run file's provenance item as text ("-" when it has none).
+std::string provenance_item(const std::string& path, const std::string& key) {
+  const h5::File f = h5::File::open_read(path);
+  const h5::Group prov = f.root().open_group("provenance");
+  if (!prov.has_attr(key)) return "-";
+  switch (prov.attr_kind(key)) {
+    case 's': return prov.get_string(key);
+    case 'i': return std::to_string(prov.get_int(key));
+    default: return to_text(ConfigValue(prov.get_double(key)));
+  }
+}
+
+// The verdict of --reproduce, printed by the study's lead process: 0 when every
+// metric is the same bit for bit, 4 when any differs.
+int report_reproduction(const std::string& reference, const StoredRun& stored, const std::string& id,
+                        const std::string& runs_dir) {
+  const std::string mine = runs_dir + "/" + id + ".h5";
+  if (id != stored.run_id) {
+    std::printf("# note: this dpstudy gives the stored config the run id %s, the file says %s (ids were computed "
+                "differently by the version that wrote it); the comparison below still holds\n",
+                id.c_str(), stored.run_id.c_str());
+  }
+  for (const std::string& k : stored.absent) {
+    std::printf("# note: the run file has no value for %s (an option newer than the file): the default was used\n",
+                k.c_str());
+  }
+  // Where each ran: what explains a difference, if there is one.
+  std::printf("# provenance: reference -> reproduced\n");
+  for (const char* k : {"dpstudy_version", "git_commit", "libtorch", "blas", "mpi_library", "hostname", "processes",
+                        "threads", "device", "deterministic"}) {
+    const std::string a = provenance_item(reference, k), b = provenance_item(mine, k);
+    std::printf("  %-16s  %s\n", k, (a == b ? "same: " + a : a + " -> " + b).c_str());
+  }
+  RunComparison c = compare_run_files(reference, mine);
+  if (!c.not_in_reference.empty()) {
+    std::string items;
+    for (const std::string& n : c.not_in_reference) items += (items.empty() ? "" : ", ") + n;
+    std::printf("# not compared, recorded only by the newer dpstudy: %s\n", items.c_str());
+  }
+  for (const std::string& d : c.config_differences) {
+    const bool newer = std::any_of(stored.absent.begin(), stored.absent.end(),
+                                   [&](const std::string& k) { return d.rfind("config@" + k + ":", 0) == 0; });
+    if (!newer) c.differences.push_back(d);  // the run was not trained as stored: not a reproduction
+  }
+  if (c.differences.empty()) {
+    std::printf("# reproduce: identical: all %zu metric datasets and attributes of run %s agree bit for bit (%s)\n",
+                c.compared, stored.run_id.c_str(), mine.c_str());
+    return 0;
+  }
+  std::printf("# reproduce: DIFFERENT: %zu of %zu metric datasets and attributes differ (%s against %s):\n",
+              c.differences.size(), c.compared, mine.c_str(), reference.c_str());
+  for (std::size_t i = 0; i < c.differences.size() && i < 20; ++i) std::printf("#   %s\n", c.differences[i].c_str());
+  if (c.differences.size() > 20) std::printf("#   ... and %zu more\n", c.differences.size() - 20);
+  return 4;
+}
+
 int procs_for_run(const RunConfig& c, int requested, int world) {
   const int w = c.workers;
   const int p = requested > 0 ? requested : default_procs_per_run(w, world);
@@ -431,6 +545,9 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         "correctness check: exit 3 unless every run's final test accuracy is at least this fraction");
     po::options_description study("Study (docs/studies.md)");
     study.add_options()("study", po::value(&g.study_file), "study file (INI); the command line wins over it")(
+        "reproduce", po::value(&g.reproduce),
+        "RUN_FILE.h5: train that run again from the config stored in it, under results/reproduce-<run id>, and "
+        "compare every metric bit for bit (exit 4 when any differs)")(
         "name", po::value<std::string>(), "study name (default: the study file's name, or the workload's)")(
         "seeds", po::value<std::string>(), "a count n (seeds 1..n) or a list of seeds")(
         "exclude", po::value<std::string>(), "combinations to drop, e.g. \"sync_period=1 & overlap>0; workers=1\"")(
@@ -556,6 +673,21 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       }
       values = read_study_file(g.study_file, study_keys, &study_text, workload.name);
     }
+    StoredRun stored;
+    if (!g.reproduce.empty()) {
+      if (!g.study_file.empty()) throw UsageError("--reproduce takes the run's config from its file: drop --study");
+      for (const auto& k : study_keys) {
+        if (vm.count(k)) {
+          throw UsageError("--reproduce takes every run key from the run file: drop --" + k +
+                           " (a changed run is not a reproduction; to vary it, run a study)");
+        }
+      }
+      stored = read_stored_run(g.reproduce, workload.name, keys);
+      values = stored.values;
+      values.emplace_back("name", "reproduce-" + stored.run_id);
+      study_text = stored.study_text;
+      g.force = true;  // train it again even if an earlier reproduction is there
+    }
     for (const auto& k : study_keys) {
       if (!vm.count(k)) continue;
       const std::string v = vm[k].as<std::string>();
@@ -665,6 +797,8 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         if (!search_spec.method.empty()) {
           p.key_values.emplace_back("trial", std::int64_t(trial));  // a stable trial id, part of the run id
           p.values.emplace_back("trial", std::to_string(trial));
+        } else if (stored.trial >= 0) {
+          p.key_values.emplace_back("trial", stored.trial);
         }
         p.id = run_id(workload.name, p.key_values);
         if (planned_ids.insert(p.id).second) plan.push_back(std::move(p));
@@ -691,6 +825,16 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     if (g.threads < 0) throw ConfigError("threads", std::to_string(g.threads), "must be >= 0");
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    // A reproduction runs with the reference's threads per process: OpenBLAS sums
+    // a long inner dimension in another order with another thread count (docs/engine.md).
+    if (!g.reproduce.empty() && vm["threads"].defaulted() && stored.threads > 0) {
+      if (stored.threads > 4 * cores) {
+        throw UsageError("--reproduce: the run used " + std::to_string(stored.threads) +
+                         " threads per process, more than 4 per core of the " + std::to_string(cores) +
+                         " cores here; give --threads N, knowing that another thread count may change the bits");
+      }
+      g.threads = int(stored.threads);
+    }
     if (g.threads > 4 * cores) {  // OpenMP would start them all, and crawl
       throw ConfigError("threads", std::to_string(g.threads),
                         "is more than 4 threads per core of the " + std::to_string(cores) + " cores here");
@@ -1198,6 +1342,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                     results_io_s, training_s, 100 * results_io_s / training_s);
       out.line(buf, 0);
     }
+    if (!g.reproduce.empty()) return report_reproduction(g.reproduce, stored, plan.front().id, runs_dir.string());
     if (vm.count("expect_accuracy")) {
       std::printf("# check: %d run(s) below %.4f final test accuracy: %s\n", failed_checks, g.expect_accuracy,
                   failed_checks ? "FAILED" : "ok");

@@ -38,8 +38,9 @@ class Layouts(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def study(self, output, procs, *args, env=None):
+        # One thread per process in every layout: a thread count can change the bits (docs/engine.md).
         cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
-               "--eval_every", "7", "--output", output, "--name", "s", "--quiet", *args]
+               "--eval_every", "7", "--output", output, "--name", "s", "--quiet", "--threads", "1", *args]
         if procs:
             cmd = [MPIEXEC, "-n", str(procs), "--oversubscribe"] + cmd
         started = time.monotonic()
@@ -51,7 +52,7 @@ class Layouts(unittest.TestCase):
         def cmd(procs):
             return ([MPIEXEC, "-n", str(procs), "--oversubscribe"] if procs else []) + [
                 EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
-                "--eval_every", "7", "--output", output, "--name", "s", *args]
+                "--eval_every", "7", "--output", output, "--name", "s", "--threads", "1", *args]
         jobs = [subprocess.Popen(cmd(p), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
                 for p in procs_per_job]
         logs = [j.communicate(timeout=600)[0] for j in jobs]

@@ -39,9 +39,23 @@ void write_run_file(const std::string& path, const RunRecord& record);
 void write_series(h5::Group& root, const RunResult& r, int workers);
 RunResult read_series(const h5::Group& root);
 
+// Two run files of one config, compared bit for bit (--reproduce): every
+// dataset and attribute of train, eval, syncs, assignment, sparsity and
+// summary, and the root's status, leaving out what measures time (time_s,
+// wall_time_s, samples_per_s, ...); the configs are compared on their own.
+struct RunComparison {
+  std::size_t compared = 0;                      // datasets and attributes compared
+  std::vector<std::string> differences;          // "eval/test_accuracy: ..." per differing item
+  std::vector<std::string> config_differences;   // keys whose stored values differ or are missing
+  std::vector<std::string> not_in_reference;     // recorded only in the other (a newer dpstudy's additions)
+};
+RunComparison compare_run_files(const std::string& reference, const std::string& other);
+
 enum class RunFileState { missing, complete, corrupt, other_schema };
-// What is at `path`; `detail` says why for corrupt and other_schema.
-RunFileState inspect_run_file(const std::string& path, std::string* detail);
+// What is at `path`; `detail` says why for corrupt and other_schema. A file
+// whose name is not its run id is corrupt in a study's runs/ folder, but not
+// with `any_name` (a run file copied elsewhere to be reproduced).
+RunFileState inspect_run_file(const std::string& path, std::string* detail, bool any_name = false);
 
 // The study index, <study_dir>/index.h5: one row per complete run file under
 // <study_dir>/runs. A study rewrites it after every run; the rows read from run

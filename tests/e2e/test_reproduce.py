@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""--reproduce RUN_FILE: a run trained again from the config stored in its file,
+compared bit for bit: identical in one process and under mpirun, with the
+reference's thread count by default; a changed value is found and named (exit
+4); a search trial keeps its run id; a model option (ResNet depth) comes back
+too; and what cannot be a reproduction is refused (exit 2).
+
+usage: test_reproduce.py MLP_EXE RESNET_EXE DPSTUDY_DATA [MPIEXEC]
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+
+MLP, RESNET, DATA_TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
+MPIEXEC = sys.argv[4] if len(sys.argv) > 4 else ""
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+class Reproduce(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-reproduce-test-")
+        cls.data = os.path.join(cls.tmp, "data")
+        subprocess.run([DATA_TOOL, "make-fixtures", cls.data, "--train", "200", "--test", "50"], check=True,
+                       stdout=subprocess.DEVNULL)
+        # Two threads: the reproduction must take them from the file (another count may change the bits).
+        cls.exe([MLP, "--dataset", "mnist", "--workers", "2", "--batch_size", "10", "--sync_period", "4",
+                 "--epochs", "2", "--eval_every", "5", "--threads", "2", "--output", cls.tmp, "--name", "ref"])
+        cls.reference = glob.glob(os.path.join(cls.tmp, "ref", "runs", "*.h5"))[0]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def exe(cls, cmd, status=0, mpi=0):
+        cmd = [cmd[0], "--data_dir", cls.data, "--quiet", *cmd[1:]]
+        if mpi:
+            cmd = [MPIEXEC, "-n", str(mpi), "--oversubscribe"] + cmd
+        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+        if r.returncode != status:
+            raise AssertionError(f"{cmd}: exit {r.returncode}, expected {status}\n{r.stdout}\n{r.stderr}")
+        return r.stdout + r.stderr
+
+    def reproduce(self, exe, reference, *extra, status=0, mpi=0):
+        return self.exe([exe, "--reproduce", reference, "--output", os.path.join(self.tmp, "again"), *extra],
+                        status=status, mpi=mpi)
+
+    def test_a_run_reproduces_bit_for_bit_with_its_threads(self):
+        out = self.reproduce(MLP, self.reference)
+        self.assertIn("threads           same: 2", out)
+        self.assertRegex(out, r"# reproduce: identical: all \d+ metric datasets and attributes of run [0-9a-f]{16} "
+                              r"agree bit for bit")
+        self.assertNotIn("# note:", out)
+        run_id = os.path.basename(self.reference)[:-3]
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "again", "reproduce-" + run_id, "runs",
+                                                    run_id + ".h5")))
+
+    @unittest.skipUnless(MPIEXEC, "built without MPI")
+    def test_a_run_reproduces_under_mpirun(self):
+        out = self.reproduce(MLP, self.reference, mpi=2)
+        self.assertIn("processes         1 -> 2", out)
+        self.assertIn("# reproduce: identical", out)
+
+    def test_a_changed_metric_is_found_and_named(self):
+        changed = os.path.join(self.tmp, "changed.h5")
+        shutil.copy(self.reference, changed)
+        with h5py.File(changed, "r+") as f:
+            accuracy = f["eval/test_accuracy"][()]
+            accuracy[1] += 0.01
+            f["eval/test_accuracy"][...] = accuracy
+            f["summary"].attrs["best_test_accuracy"] = 0.5
+        out = self.reproduce(MLP, changed, status=4)
+        self.assertIn("# reproduce: DIFFERENT: 2 of", out)
+        self.assertRegex(out, r"eval/test_accuracy: 1 of \d+ values differ, the first at row 1: ")
+        self.assertIn("summary@best_test_accuracy: 0.5 in the reference", out)
+
+    def test_a_search_trial_and_a_model_option_come_back(self):
+        self.exe([MLP, "--dataset", "mnist", "--workers", "2", "--batch_size", "10", "--epochs", "1",
+                  "--search", "sobol", "--trials", "2", "--search_lr", "0.01:0.5", "--threads", "1",
+                  "--output", self.tmp, "--name", "search"])
+        trial = [p for p in glob.glob(os.path.join(self.tmp, "search", "runs", "*.h5"))
+                 if h5py.File(p, "r")["config"].attrs["trial"] == 1][0]
+        out = self.reproduce(MLP, trial)
+        self.assertIn("# reproduce: identical", out)
+        self.assertNotIn("# note:", out)  # the same run id: the trial is part of it
+        self.exe([RESNET, "--depth", "8", "--workers", "2", "--batch_size", "16", "--epochs", "1",
+                  "--sync_period", "2", "--threads", "1", "--output", self.tmp, "--name", "resnet"])
+        resnet = glob.glob(os.path.join(self.tmp, "resnet", "runs", "*.h5"))[0]
+        self.assertEqual(h5py.File(resnet, "r")["config"].attrs["depth"], 8)
+        self.assertIn("# reproduce: identical", self.reproduce(RESNET, resnet))
+
+    def test_what_is_not_a_reproduction_is_refused(self):
+        for exe, args, message in (
+                (MLP, ["--reproduce", self.reference, "--epochs", "3"],
+                 "--reproduce takes every run key from the run file: drop --epochs"),
+                (MLP, ["--reproduce", self.reference, "--study", "quickstart.ini"], "drop --study"),
+                (RESNET, ["--reproduce", self.reference], "is a run of the mlp-mnist workload; reproduce it with "
+                                                          "dpstudy-mlp-mnist"),
+                (MLP, ["--reproduce", os.path.join(self.tmp, "ref", "index.h5")], "is not a complete run file"),
+                (MLP, ["--reproduce", os.path.join(self.tmp, "nothing.h5")], "no such run file")):
+            self.assertIn(message, self.exe([exe, *args], status=2))
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
