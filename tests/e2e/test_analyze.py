@@ -169,6 +169,21 @@ class Analyze(unittest.TestCase):
                                                              "--format", "csv"))))
         self.assertEqual([r["batch_size"] for r in rows], ["5", "10", "20"])
 
+    def test_mean_of_the_last_evaluations(self):
+        # Evaluations every 2 steps of 10: the last two are steps 8 and 10, and every group has 3 runs.
+        def means(metric):
+            return {r["sync_period"]: float(r["mean (fraction)"]) for r in csv.DictReader(io.StringIO(self.analyze(
+                "summary", self.main, "--by", "sync_period", "--where", "lr=0.05", "--where", "overlap=0",
+                "--metric", metric, "--format", "csv")))}
+        last2, at8, at10 = means("test_accuracy@last=2"), means("test_accuracy@step=8"), means("test_accuracy@step=10")
+        for period in ("1", "4"):
+            self.assertAlmostEqual(last2[period], (at8[period] + at10[period]) / 2, places=4)
+        self.assertEqual(means("test_accuracy@last=1"), at10)
+        for metric, message in (("test_accuracy@last=0", "'0' is not a count of evaluations >= 1"),
+                                ("test_accuracy@last=x", "'x' is not a number of evaluations"),
+                                ("test_accuracy@best=1", "expected SERIES@step=N, SERIES@epoch=E or SERIES@last=K")):
+            self.assertIn(message, self.analyze("summary", self.main, "--metric", metric, status=2))
+
     def test_anova_of_two_factors(self):
         rows = list(csv.DictReader(io.StringIO(self.analyze(
             "anova", self.main, "--factors", "sync_period,overlap", "--where", "lr=0.05", "--format", "csv"))))

@@ -127,6 +127,11 @@ void apply_where(Runs& r, const std::vector<std::string>& where) {
   if (r.runs.empty()) throw UsageError("no run matches the --where conditions");
 }
 
+std::vector<double> finite(std::vector<double> v) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
+  return v;
+}
+
 std::vector<double> series(const Run& run, const std::string& name, bool train) {
   const h5::File f = h5::File::open_read(run.file);
   const h5::Group g = f.root().open_group(train ? "train" : "eval");
@@ -157,13 +162,29 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
   const std::string name = metric.substr(0, at), point = metric.substr(at + 1);
   const auto eq = point.find('=');
   const std::string axis = eq == std::string::npos ? "" : point.substr(0, eq);
-  if (axis != "step" && axis != "epoch") {
-    throw UsageError("metric '" + metric + "': expected SERIES@step=N or SERIES@epoch=E");
+  if (axis != "step" && axis != "epoch" && axis != "last") {
+    throw UsageError("metric '" + metric + "': expected SERIES@step=N, SERIES@epoch=E or SERIES@last=K");
   }
   char* end = nullptr;
   const double where = std::strtod(point.c_str() + eq + 1, &end);
   if (end == point.c_str() + eq + 1 || *end != '\0' || !std::isfinite(where)) {
-    throw UsageError("metric '" + metric + "': '" + point.substr(eq + 1) + "' is not a number of " + axis + "s");
+    throw UsageError("metric '" + metric + "': '" + point.substr(eq + 1) + "' is not a number of " +
+                     (axis == "last" ? std::string("evaluations") : axis + "s"));
+  }
+  if (axis == "last") {
+    // The mean of the last K evaluations (those with a value): a final figure
+    // less sensitive to where in an oscillation the run ended.
+    if (where < 1 || where != std::floor(where)) {
+      throw UsageError("metric '" + metric + "': '" + point.substr(eq + 1) + "' is not a count of evaluations >= 1");
+    }
+    for (const Run* run : runs) {
+      std::vector<double> y = finite(series(*run, name));
+      const std::size_t k = std::min(y.size(), std::size_t(where));
+      double sum = 0;
+      for (std::size_t i = y.size() - k; i < y.size(); ++i) sum += y[i];
+      out.push_back(k == 0 ? std::nan("") : sum / double(k));
+    }
+    return out;
   }
   for (const Run* run : runs) {
     const std::vector<double> x = series(*run, axis);

@@ -48,6 +48,8 @@ struct Group {
 std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& keys, bool include_diverged);
 
 std::string format_number(double v);
+// The finite values of v (NaN and infinities dropped), in order.
+std::vector<double> finite(std::vector<double> v);
 std::vector<std::string> split_list(const std::string& text);
 
 // One run's eval series (or train series when `train` is set), by name.

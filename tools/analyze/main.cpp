@@ -57,11 +57,6 @@ std::string label(const std::vector<std::string>& keys, const std::vector<std::s
   return s.empty() ? "all" : s;
 }
 
-std::vector<double> finite(std::vector<double> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
-  return v;
-}
-
 // What the bars and bands of curves and plots show around the mean (--interval).
 struct Interval {
   const char* name;
@@ -784,8 +779,9 @@ commands:
   steps-to-result  --target T [--by batch_size] [--series S] [--throughput F]: first evaluated step reaching T
   plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command)
 
-metrics: any numeric index column (final_test_accuracy, best_test_accuracy, wall_time_s, ...) or an
-eval series at a point: test_accuracy@epoch=1, test_loss@step=200. Diverged runs are counted and
+metrics: any numeric index column (final_test_accuracy, best_test_accuracy, wall_time_s, ...), an
+eval series at a point: test_accuracy@epoch=1, test_loss@step=200, or the mean of its last K
+evaluations: test_accuracy@last=5. Diverged runs are counted and
 excluded unless --include_diverged.
 )";
 
