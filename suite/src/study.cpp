@@ -1,5 +1,7 @@
 #include "dpstudy/study.hpp"
 
+#include <sys/stat.h>
+
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -64,6 +66,10 @@ std::string closest_key(const std::string& key, const std::vector<std::string>& 
 
 RawValues read_study_file(const std::string& path, const std::vector<std::string>& known, std::string* text,
                           const std::string& workload) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw UsageError(path + ": is not a file (a directory?); expected a study file (INI)");
+  }
   std::ifstream in(path);
   if (!in) throw UsageError(path + ": cannot open the study file");
   std::stringstream buffer;
