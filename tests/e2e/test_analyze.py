@@ -169,6 +169,17 @@ class Analyze(unittest.TestCase):
                                                              "--format", "csv"))))
         self.assertEqual([r["batch_size"] for r in rows], ["5", "10", "20"])
 
+    def test_studies_compare_by_name_and_folder(self):
+        rows = list(csv.DictReader(io.StringIO(self.analyze("summary", self.main, self.batch, "--by", "study",
+                                                            "--format", "csv"))))
+        self.assertEqual([(r["study"], r["n"]) for r in rows], [("batch", "6"), ("main", "9")])
+        # One study in two folders (results of two machines): told apart by study_dir.
+        copy = os.path.join(self.tmp, "elsewhere", "periods")
+        shutil.copytree(self.periods, copy)
+        out = self.analyze("compare", self.periods, copy, "--factor", "study_dir", "--format", "csv")
+        self.assertIn(copy, out)
+        self.assertIn(self.periods, out)
+
     def test_mean_of_the_last_evaluations(self):
         # Evaluations every 2 steps of 10: the last two are steps 8 and 10, and every group has 3 runs.
         def means(metric):

@@ -83,10 +83,18 @@ Runs load_studies(const std::vector<std::string>& dirs) {
         if (std::string u = idx.dataset_units(name); !u.empty()) r.units[name] = u;
       }
     }
+    // Which study and folder a run comes from: the keys to compare studies by
+    // (two folders may hold studies of one name: results made on two machines).
+    const std::string study = root.has_attr("study") ? root.get_string("study") : fs::path(dir).filename().string();
+    for (const char* k : {"study", "study_dir"}) {
+      if (std::find(r.columns.begin(), r.columns.end(), k) == r.columns.end()) r.columns.push_back(k);
+    }
     for (std::size_t i = 0; i < n; ++i) {
       Run run;
       for (const auto& [k, v] : nums) run.numbers[k] = v[i];
       for (const auto& [k, v] : texts) run.texts[k] = v[i];
+      run.texts.emplace("study", study);
+      run.texts.emplace("study_dir", dir);
       run.file = (fs::path(dir) / "runs" / (run.texts["run_id"] + ".h5")).string();
       r.runs.push_back(std::move(run));
     }
