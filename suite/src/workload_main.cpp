@@ -534,7 +534,9 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     general.add_options()("help,h", "show this help")(
         "version", "print the version and the features of this build (MPI, CUDA), then exit")(
         "data_dir", po::value(&g.data_dir), "look here first for datasets (see docs/datasets.md)")(
-        "threads", po::value(&g.threads)->default_value(0), "intra-op threads (0: LibTorch's default)")(
+        "threads", po::value(&g.threads)->default_value(0),
+        "intra-op threads per process (0: LibTorch's default; under mpirun the node's cores shared among its "
+        "processes, at most the cores a process is bound to). The bits can depend on it (docs/engine.md)")(
         "device", po::value(&g.device)->default_value("auto"),
         "auto (a GPU when there is one, each MPI process the GPU of its local rank), cpu or cuda")(
         "deterministic", po::value(&g.deterministic)->default_value(true),
@@ -842,8 +844,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     if (g.threads > 0) {
       at::set_num_threads(g.threads);
     } else if (session.active()) {
-      // The cores of this node shared among its processes, so that they do not oversubscribe.
-      at::set_num_threads(std::max(1, cores / session.local_size()));
+      // The cores of this node shared among its processes, so that they do not
+      // oversubscribe; no more than this process may run on: Open MPI binds
+      // each of up to 2 processes to one core by default.
+      at::set_num_threads(std::max(1, std::min(usable_cpus(), cores / session.local_size())));
     }
 
     // Data, once per dataset; then every run's cost, and W b <= N, before anything runs.

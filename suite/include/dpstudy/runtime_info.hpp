@@ -22,5 +22,8 @@ std::string installed_share_dir();
 std::string mpi_library_version();  // "none" when built without MPI
 // This machine's name (gethostname), "unknown" if it has none.
 std::string host_name();
+// The CPUs this process may run on (its affinity mask: mpirun's binding, a
+// cpuset, taskset); the online CPUs if that cannot be read.
+int usable_cpus();
 
 }  // namespace dpstudy
