@@ -60,6 +60,19 @@ class Layouts(unittest.TestCase):
             self.assertEqual(j.returncode, 0, log)
         return logs
 
+    def test_default_threads_follow_the_binding(self):
+        # Open MPI binds a lone process to one core: as many threads as it may use there
+        # (one), not one per core of the node; unbound, the node's cores.
+        base = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1"]
+        for binding in ([], ["--bind-to", "none"]):
+            launch = [MPIEXEC, "-n", "1", *binding]
+            bound = subprocess.run(launch + [sys.executable, "-c", "import os; print(len(os.sched_getaffinity(0)))"],
+                                   capture_output=True, text=True, env=ENV, timeout=120, check=True)
+            threads = min(int(bound.stdout.split()[-1]), os.cpu_count())
+            r = subprocess.run(launch + base, capture_output=True, text=True, env=ENV, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn(f"intra-op threads {threads};", r.stdout, binding)
+
     def test_power_of_two_layouts_give_the_same_bits(self):
         args = ["--workers", "4", "--sync_period", "1,3", "--group_size", "2", "--group_sync_period", "2",
                 "--overlap", "0.25", "--validation_fraction", "0.1", "--seeds", "2"]
