@@ -169,6 +169,27 @@ class Analyze(unittest.TestCase):
                                                              "--format", "csv"))))
         self.assertEqual([r["batch_size"] for r in rows], ["5", "10", "20"])
 
+    def test_report_holds_every_part_and_its_commands(self):
+        folder = os.path.join(self.tmp, "report")
+        self.analyze("report", self.main, "--by", "overlap,sync_period", "--factor", "overlap", "--where", "lr=0.05",
+                     "--output", folder)
+        with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
+            text = f.read()
+        for part in ("# main\n", "9 runs (9 completed)", "## Summary", "## Factorial ANOVA", "## Comparisons of overlap",
+                     "![summary by overlap, sync_period](summary.png)", "![curves by overlap](curves.png)"):
+            self.assertIn(part, text)
+        for png in ("summary.png", "curves.png"):
+            with open(os.path.join(folder, png), "rb") as f:
+                self.assertTrue(f.read(8).startswith(b"\x89PNG"))
+        # Each table is what its command, shown above it, prints.
+        table = self.analyze("summary", self.main, "--where", "lr=0.05", "--by", "overlap,sync_period",
+                             "--format", "markdown")
+        self.assertIn("dpstudy-analyze summary " + self.main + " --where 'lr=0.05' --by overlap,sync_period", text)
+        self.assertIn(table.strip(), text)
+        for args, message in ((["--by", "overlap"], "report needs --output FOLDER"),
+                              (["--output", folder], "report needs --by K1")):
+            self.assertIn(message, self.analyze("report", self.main, *args, status=2))
+
     def test_studies_compare_by_name_and_folder(self):
         rows = list(csv.DictReader(io.StringIO(self.analyze("summary", self.main, self.batch, "--by", "study",
                                                             "--format", "csv"))))

@@ -47,35 +47,35 @@ bool is_number(const std::string& s) {
 
 }  // namespace
 
-void print(const std::vector<Table>& tables, Format format) {
+void print(const std::vector<Table>& tables, Format format, std::FILE* out) {
   if (format == Format::json) {
-    std::printf("[");
+    std::fprintf(out, "[");
     for (std::size_t t = 0; t < tables.size(); ++t) {
       const Table& tb = tables[t];
-      std::printf("%s\n{\"title\": %s, \"rows\": [", t ? "," : "", json_string(tb.title).c_str());
+      std::fprintf(out, "%s\n{\"title\": %s, \"rows\": [", t ? "," : "", json_string(tb.title).c_str());
       for (std::size_t r = 0; r < tb.rows.size(); ++r) {
-        std::printf("%s\n  {", r ? "," : "");
+        std::fprintf(out, "%s\n  {", r ? "," : "");
         for (std::size_t c = 0; c < tb.headers.size(); ++c) {
           const std::string& v = tb.rows[r][c];
-          std::printf("%s%s: %s", c ? ", " : "", json_string(tb.headers[c]).c_str(),
+          std::fprintf(out, "%s%s: %s", c ? ", " : "", json_string(tb.headers[c]).c_str(),
                       is_number(v) ? v.c_str() : json_string(v).c_str());
         }
-        std::printf("}");
+        std::fprintf(out, "}");
       }
-      std::printf("], \"notes\": [");
-      for (std::size_t n = 0; n < tb.notes.size(); ++n) std::printf("%s%s", n ? ", " : "", json_string(tb.notes[n]).c_str());
-      std::printf("]}");
+      std::fprintf(out, "], \"notes\": [");
+      for (std::size_t n = 0; n < tb.notes.size(); ++n) std::fprintf(out, "%s%s", n ? ", " : "", json_string(tb.notes[n]).c_str());
+      std::fprintf(out, "]}");
     }
-    std::printf("\n]\n");
+    std::fprintf(out, "\n]\n");
     return;
   }
   for (const Table& tb : tables) {
     if (format == Format::csv) {
-      for (std::size_t c = 0; c < tb.headers.size(); ++c) std::printf("%s%s", c ? "," : "", csv_cell(tb.headers[c]).c_str());
-      std::printf("\n");
+      for (std::size_t c = 0; c < tb.headers.size(); ++c) std::fprintf(out, "%s%s", c ? "," : "", csv_cell(tb.headers[c]).c_str());
+      std::fprintf(out, "\n");
       for (const auto& row : tb.rows) {
-        for (std::size_t c = 0; c < row.size(); ++c) std::printf("%s%s", c ? "," : "", csv_cell(row[c]).c_str());
-        std::printf("\n");
+        for (std::size_t c = 0; c < row.size(); ++c) std::fprintf(out, "%s%s", c ? "," : "", csv_cell(row[c]).c_str());
+        std::fprintf(out, "\n");
       }
       continue;
     }
@@ -85,30 +85,30 @@ void print(const std::vector<Table>& tables, Format format) {
       for (const auto& row : tb.rows) width[c] = std::max(width[c], row[c].size());
     }
     if (format == Format::markdown) {
-      std::printf("**%s**\n\n|", tb.title.c_str());
-      for (std::size_t c = 0; c < tb.headers.size(); ++c) std::printf(" %s |", tb.headers[c].c_str());
-      std::printf("\n|");
-      for (std::size_t c = 0; c < tb.headers.size(); ++c) std::printf(" %s |", c ? "---:" : "---");
-      std::printf("\n");
+      std::fprintf(out, "**%s**\n\n|", tb.title.c_str());
+      for (std::size_t c = 0; c < tb.headers.size(); ++c) std::fprintf(out, " %s |", tb.headers[c].c_str());
+      std::fprintf(out, "\n|");
+      for (std::size_t c = 0; c < tb.headers.size(); ++c) std::fprintf(out, " %s |", c ? "---:" : "---");
+      std::fprintf(out, "\n");
       for (const auto& row : tb.rows) {
-        std::printf("|");
-        for (const auto& cell : row) std::printf(" %s |", cell.c_str());
-        std::printf("\n");
+        std::fprintf(out, "|");
+        for (const auto& cell : row) std::fprintf(out, " %s |", cell.c_str());
+        std::fprintf(out, "\n");
       }
-      for (const auto& n : tb.notes) std::printf("\n%s\n", n.c_str());
-      std::printf("\n");
+      for (const auto& n : tb.notes) std::fprintf(out, "\n%s\n", n.c_str());
+      std::fprintf(out, "\n");
       continue;
     }
-    std::printf("# %s\n#", tb.title.c_str());
-    for (std::size_t c = 0; c < tb.headers.size(); ++c) std::printf(" %*s", int(width[c]), tb.headers[c].c_str());
-    std::printf("\n");
+    std::fprintf(out, "# %s\n#", tb.title.c_str());
+    for (std::size_t c = 0; c < tb.headers.size(); ++c) std::fprintf(out, " %*s", int(width[c]), tb.headers[c].c_str());
+    std::fprintf(out, "\n");
     for (const auto& row : tb.rows) {
-      std::printf(" ");
-      for (std::size_t c = 0; c < row.size(); ++c) std::printf(" %*s", int(width[c]), row[c].c_str());
-      std::printf("\n");
+      std::fprintf(out, " ");
+      for (std::size_t c = 0; c < row.size(); ++c) std::fprintf(out, " %*s", int(width[c]), row[c].c_str());
+      std::fprintf(out, "\n");
     }
-    for (const auto& n : tb.notes) std::printf("# %s\n", n.c_str());
-    std::printf("\n");
+    for (const auto& n : tb.notes) std::fprintf(out, "# %s\n", n.c_str());
+    std::fprintf(out, "\n");
   }
 }
 

@@ -2,6 +2,8 @@
 // plots through gnuplot.
 #pragma once
 
+#include <cstdio>
+
 #include <string>
 #include <vector>
 
@@ -16,7 +18,8 @@ struct Table {
 
 enum class Format { table, markdown, csv, json };
 Format parse_format(const std::string& text);
-void print(const std::vector<Table>& tables, Format format);
+// To `out` (standard output unless given).
+void print(const std::vector<Table>& tables, Format format, std::FILE* out = stdout);
 
 // Runs gnuplot on `script` (which reads the data file `data`), writing `output`
 // (.png or .svg). UsageError when gnuplot is missing or fails.
