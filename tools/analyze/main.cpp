@@ -287,10 +287,8 @@ std::vector<Table> anova(const Runs& r, const Options& o) {
     throw UsageError("anova needs --factors K1,K2 (2 to 4 keys; for one factor use compare --factor K)");
   }
   require_columns(r, o.factors, "--factors");
-  std::string factors_text;
-  for (const std::string& f : o.factors) factors_text += (factors_text.empty() ? "" : " x ") + f;
   Table t;
-  t.title = "factorial ANOVA of " + o.metric + ": " + factors_text + " (Type II sums of squares, F against the residual)";
+  t.title = "factorial ANOVA of " + o.metric + ": " + join(o.factors, " x ") + " (Type II sums of squares, F against the residual)";
   t.headers = {"family", "term", "SS", "df", "MS", "F", "p", "", "partial eta^2"};
   for (const Group& family : group_runs(r, o.within, false)) {
     const std::string fam = label(o.within, family.key_values);
@@ -648,11 +646,7 @@ std::string plot_title(const std::string& text, const Options& o) {
     return q + "'";
   };
   std::string t = quoted(text);
-  if (!o.where.empty()) {
-    std::string filters;
-    for (const std::string& w : o.where) filters += (filters.empty() ? "" : ", ") + w;
-    t += ".\"\\n\"." + quoted(filters);
-  }
+  if (!o.where.empty()) t += ".\"\\n\"." + quoted(join(o.where, ", "));
   return t + " noenhanced";
 }
 
