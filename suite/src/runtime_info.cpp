@@ -90,9 +90,11 @@ std::string host_name() {
 }
 
 int usable_cpus() {
+#ifdef __linux__
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
   return online > 0 ? int(online) : 1;
 }
