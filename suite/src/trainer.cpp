@@ -1,13 +1,19 @@
 #include "dpstudy/trainer.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <limits>
 #include <mutex>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include "dpstudy/assignment.hpp"
 #include "dpstudy/error.hpp"
@@ -27,7 +33,51 @@ constexpr int kSnipSampler = 1 << 30;            // a sampler stream no worker i
 constexpr std::uint64_t kPruningStream = 5ull << 32;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// Workers side by side open an OpenMP region of their own (this file is
+// compiled with OpenMP) and need LibTorch on OpenMP: inside a region it runs
+// nested parallel loops inline and OpenBLAS its products on one thread.
+#if defined(_OPENMP) && AT_PARALLEL_OPENMP
+constexpr bool kSideBySide = true;
+#else
+constexpr bool kSideBySide = false;
+#endif
+
+// LibTorch's thread count before a Trainer with its workers side by side set it
+// to 1 (0: none did), so that the next Trainer told no count finds the process's.
+int threads_before_side_by_side = 0;
+
+int process_threads() {
+  const int n = at::get_num_threads();
+  return n == 1 && threads_before_side_by_side > 0 ? threads_before_side_by_side : n;
+}
+
 }  // namespace
+
+Parallelism parse_parallelism(const std::string& text) {
+  if (text == "auto") return Parallelism::automatic;
+  if (text == "workers") return Parallelism::workers;
+  if (text == "operations") return Parallelism::operations;
+  throw ConfigError("parallel", text, "is not one of: auto, workers, operations");
+}
+
+std::string to_string(Parallelism p) {
+  return p == Parallelism::automatic ? "auto" : p == Parallelism::workers ? "workers" : "operations";
+}
+
+Parallelism resolve_parallelism(Parallelism p, int local_workers, int threads, const at::Device& device) {
+  if (!device.is_cpu()) return Parallelism::operations;  // one stream; the GPU runs the operations in parallel
+  if (threads <= 1) return Parallelism::workers;  // the same: every operation on the one thread
+  if (!kSideBySide) {
+    if (p == Parallelism::workers) {
+      throw ConfigError("parallel", "workers",
+                        "needs OpenMP: this dpstudy was built without it, or its LibTorch does not run on OpenMP; "
+                        "use --parallel operations, or --threads 1 for the same bits");
+    }
+    return Parallelism::operations;
+  }
+  if (p != Parallelism::automatic) return p;
+  return local_workers >= threads ? Parallelism::workers : Parallelism::operations;
+}
 
 std::string to_string(RunStatus s) { return s == RunStatus::completed ? "completed" : "diverged"; }
 
@@ -43,10 +93,15 @@ TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::D
   return d;
 }
 
-Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingData& data, Communicator& comm)
+Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingData& data, Communicator& comm,
+                 Execution execution)
     : config_(std::move(config)), data_(data), comm_(comm) {
   validate(config_);
   const RunConfig& c = config_;
+  threads_ = execution.threads > 0 ? execution.threads : process_threads();
+  side_by_side_ = resolve_parallelism(execution.parallel, comm_.local_workers(), threads_, data_.train_x.device()) ==
+                  Parallelism::workers;
+  claim_threads();
   if (!data_.spec || data_.spec->name != c.dataset) {
     throw Error("Trainer: the data given is not the dataset '" + c.dataset + "' of the config");
   }
@@ -126,7 +181,8 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
   }
   if (c.sparsity > 0) {
     // One mask for every worker, from the run seed: SNIP scores of the initial
-    // weights on mini-batches of a sampler of its own, or random scores.
+    // weights on mini-batches of a sampler of its own, or random scores. With
+    // the workers side by side LibTorch runs on one thread here too (claim_threads).
     const at::Tensor prunable = prunable_positions(*eval_);
     at::Tensor scores;
     if (c.pruning == Pruning::snip) {
@@ -154,13 +210,47 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
     sparsity_ = sparsity_of(*eval_, mask_);
   }
   mean_ = at::empty_like(eval_->params());
-  scratch_ = at::empty_like(eval_->params());
   val_index_ = at::tensor(val_idx_, at::kLong).to(device);
   lr_ = std::make_unique<LearningRate>(c, steps_per_epoch_);
   sgd_ = {c.optimizer, c.momentum, c.weight_decay};
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::claim_threads() const {
+  const int want = side_by_side_ ? 1 : threads_;
+  const int now = at::get_num_threads();
+  if (now == want) return;  // setting it clears LibTorch's oneDNN caches: only on a change
+  threads_before_side_by_side = side_by_side_ ? now : 0;
+  at::set_num_threads(want);
+}
+
+void Trainer::for_each_local(int n, const std::function<void(int)>& task) const {
+  const int team = side_by_side_ ? std::min(threads_, n) : 1;
+  if (team <= 1) {
+    for (int i = 0; i < n; ++i) task(i);
+    return;
+  }
+#if defined(_OPENMP)
+  // Contiguous equal shares, as at::parallel_for would give; LibTorch's count
+  // is 1 (claim_threads), so what a task starts runs on its thread alone. An
+  // exception cannot leave the region: the first is kept and rethrown.
+  std::exception_ptr error;
+#pragma omp parallel num_threads(team)
+  {
+    const int t = omp_get_thread_num(), share = (n + team - 1) / team;
+    for (int i = t * share; i < std::min(n, (t + 1) * share); ++i) {
+      try {
+        task(i);
+      } catch (...) {
+#pragma omp critical(dpstudy_side_by_side_error)
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+#endif
+}
 
 const std::vector<std::int64_t>& Trainer::shard_of(int worker) const {
   const int owner = config_.shard_owner == ShardOwner::group ? worker / config_.group_size : worker;
@@ -173,7 +263,8 @@ double Trainer::step() {
   const double lr = lr_->at(t);
   const bool synchronous = c.sync_period == 1 || t / steps_per_epoch_ < c.local_sgd_from_epoch;
   std::vector<at::Tensor> losses(replicas_.size());
-  for (std::size_t w = 0; w < replicas_.size(); ++w) {
+  auto train_worker = [&](int i) {
+    const auto w = std::size_t(i);
     samplers_[w].next(batch_idx_[w].data_ptr<std::int64_t>(), c.batch_size);
     if (!batch_idx_device_[w].is_same(batch_idx_[w])) batch_idx_device_[w].copy_(batch_idx_[w], /*non_blocking=*/true);
     at::index_select_out(batch_x_[w], data_.train_x, 0, batch_idx_device_[w]);
@@ -188,7 +279,12 @@ double Trainer::step() {
     at::Tensor loss = at::cross_entropy_loss(r.model().forward(*input), batch_y_[w]);
     loss.backward();
     losses[w] = loss.detach();
-  }
+  };
+  claim_threads();
+  for_each_local(int(replicas_.size()), [&](int w) {
+    const at::AutoGradMode grad(true);  // thread-local: not inherited from the calling thread
+    train_worker(w);
+  });
   // On a GPU one transfer for all local losses, the only wait of a step that
   // does not average (float to double is exact either way).
   std::vector<double> local_loss(losses.size());
@@ -219,20 +315,24 @@ double Trainer::step() {
     comm_bytes_ += mean_.numel() * std::int64_t(mean_.element_size());
     comm_s_ += seconds_since(t0);
   }
-  for (std::size_t i = 0; i < (update_once ? 1 : replicas_.size()); ++i) {
-    Replica& r = *replicas_[i];
+  auto update = [&](int i) {
+    Replica& r = *replicas_[std::size_t(i)];
     sgd_step(r, sgd_, lr);
     if (mask_.defined()) {  // pruned weights stay exactly zero, and so does their momentum
+      const at::NoGradGuard no_grad;
       r.params().mul_(mask_);
       r.momentum().mul_(mask_);
     }
-  }
+  };
   if (update_once) {
+    update(0);
     const bool momentum = sgd_.kind != OptimizerKind::sgd && sgd_.momentum != 0;
-    for (std::size_t i = 1; i < replicas_.size(); ++i) {
-      replicas_[i]->params().copy_(replicas_[0]->params());
-      if (momentum || mask_.defined()) replicas_[i]->momentum().copy_(replicas_[0]->momentum());
-    }
+    for_each_local(int(replicas_.size()) - 1, [&](int i) {
+      replicas_[std::size_t(i) + 1]->params().copy_(replicas_[0]->params());
+      if (momentum || mask_.defined()) replicas_[std::size_t(i) + 1]->momentum().copy_(replicas_[0]->momentum());
+    });
+  } else {
+    for_each_local(int(replicas_.size()), update);
   }
   ++step_;
   if (synchronous) {
@@ -257,22 +357,26 @@ void Trainer::average_parameters(int count, int level) {
   const int first_local = comm_.first_local_worker();
   for (int g = 0; g < c.workers; g += count) {
     comm_.mean(params_, g, count, mean_);
-    for (int w = std::max(g, first_local); w < std::min(g + count, first_local + comm_.local_workers()); ++w) {
-      at::Tensor& p = params_[std::size_t(w - first_local)];
-      at::sub_out(scratch_, p, mean_);
-      local_distance[std::size_t(w - first_local)] = scratch_.norm().item<double>();
-      p.copy_(mean_);
-    }
+    // Each worker's distance from the mean, in its gradient buffer (free until
+    // the next step clears it), so that workers side by side need no shared scratch.
+    const int begin = std::max(g, first_local), end = std::min(g + count, first_local + comm_.local_workers());
+    auto distance = [&](int w) {
+      const auto lw = std::size_t(w - first_local);
+      at::sub_out(grads_[lw], params_[lw], mean_);
+      local_distance[lw] = grads_[lw].norm().item<double>();
+      params_[lw].copy_(mean_);
+    };
+    for_each_local(std::max(0, end - begin), [&](int i) { distance(begin + i); });
     if (c.average_momentum) {
       comm_.mean(momenta_, g, count, mean_);
-      for (int w = std::max(g, first_local); w < std::min(g + count, first_local + comm_.local_workers()); ++w) {
+      for (int w = begin; w < end; ++w) {
         momenta_[std::size_t(w - first_local)].copy_(mean_);
       }
     }
     if (c.average_buffers && buffers_[0].numel() > 0) {
       at::Tensor mean_buffers = eval_->buffers();  // free between evaluations
       comm_.mean(buffers_, g, count, mean_buffers);
-      for (int w = std::max(g, first_local); w < std::min(g + count, first_local + comm_.local_workers()); ++w) {
+      for (int w = begin; w < end; ++w) {
         buffers_[std::size_t(w - first_local)].copy_(mean_buffers);
       }
     }
@@ -301,8 +405,9 @@ Trainer::Evaluation Trainer::evaluate(const at::Tensor& x, const at::Tensor& y, 
   const std::int64_t eb = config_.eval_batch, nb = (n + eb - 1) / eb;
   const int workers = comm_.world_workers(), first = comm_.first_local_worker();
   std::vector<double> loss_of(std::size_t(comm_.local_workers()), 0.0), correct_of(loss_of.size(), 0.0);
-  for (std::size_t lw = 0; lw < loss_of.size(); ++lw) {
-    const std::int64_t w = first + std::int64_t(lw);
+  auto evaluate_share = [&](int i) {
+    const auto lw = std::size_t(i);
+    const std::int64_t w = first + i;
     for (std::int64_t batch = nb * w / workers; batch < nb * (w + 1) / workers; ++batch) {
       const std::int64_t b = batch * eb, m = std::min(eb, n - b);
       at::Tensor xb, yb;
@@ -318,7 +423,12 @@ Trainer::Evaluation Trainer::evaluate(const at::Tensor& x, const at::Tensor& y, 
       loss_of[lw] += at::cross_entropy_loss(logits, yb, {}, at::Reduction::Sum).item<double>();
       correct_of[lw] += double(logits.argmax(1).eq(yb).sum().item<std::int64_t>());  // exact below 2^53
     }
-  }
+  };
+  claim_threads();
+  for_each_local(comm_.local_workers(), [&](int lw) {
+    const at::NoGradGuard no_grad_here;  // thread-local
+    evaluate_share(lw);
+  });
   double loss = 0, correct = 0;
   for (double v : comm_.all_workers(loss_of)) loss += v;
   for (double v : comm_.all_workers(correct_of)) correct += v;
@@ -566,8 +676,8 @@ void Trainer::restore_checkpoint(const std::string& path) {
 }
 
 RunResult train_run(const RunConfig& config, const ModelFactory& factory, const TrainingData& data,
-                    Communicator& comm, ProgressSink* progress) {
-  Trainer trainer(config, factory, data, comm);
+                    Communicator& comm, ProgressSink* progress, Execution execution) {
+  Trainer trainer(config, factory, data, comm, execution);
   return trainer.run(progress);
 }
 

@@ -91,6 +91,7 @@ struct General {
   std::string data_dir, study_file, output = "results", device = "auto", reproduce;
   bool deterministic = true;
   int threads = 0;
+  std::string parallel = "auto";  // Parallelism, checked when the options are read
   double expect_accuracy = -1;
   bool quiet = false, verbose = false, force = false, dry_run = false, rebuild_index = false;
   int procs_per_run = 0;
@@ -163,13 +164,14 @@ class StudyProgress : public ProgressSink {
   double interval_, last_ = -1e9;
 };
 
-void print_header(const std::string& prog) {
+void print_header(const std::string& prog, const std::string& parallel) {
   const BuildInfo b = build_info();
   const BlasInfo blas = blas_info();
   std::printf("# %s, dpstudy %s (commit %.12s), LibTorch %s\n", prog.c_str(), b.version.c_str(),
               b.git_commit.c_str(), torch_version().c_str());
-  std::printf("# BLAS: %s, %s; intra-op threads %d; deterministic algorithms %s\n", blas.kind.c_str(),
-              blas.library.c_str(), at::get_num_threads(), at::globalContext().deterministicAlgorithms() ? "on" : "off");
+  std::printf("# BLAS: %s, %s; intra-op threads %d; parallel %s; deterministic algorithms %s\n", blas.kind.c_str(),
+              blas.library.c_str(), at::get_num_threads(), parallel.c_str(),
+              at::globalContext().deterministicAlgorithms() ? "on" : "off");
   if (blas.slow) std::printf("# WARNING: the reference BLAS is active; training runs about 15x slower\n");
 }
 
@@ -224,7 +226,8 @@ std::string axes_text(const RawValues& values, const std::vector<std::string>& s
   return s.empty() ? "-" : s;
 }
 
-KeyValues provenance(int argc, char** argv, const TrainingData& data, int processes, bool deterministic) {
+KeyValues provenance(int argc, char** argv, const TrainingData& data, int processes, bool deterministic,
+                     const Trainer& trainer) {
   const BuildInfo b = build_info();
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
@@ -243,7 +246,8 @@ KeyValues provenance(int argc, char** argv, const TrainingData& data, int proces
           {"blas", blas.kind + " " + blas.library},
           {"hostname", host_name()},
           {"processes", std::int64_t(processes)},
-          {"threads", std::int64_t(at::get_num_threads())},
+          {"threads", std::int64_t(trainer.threads())},
+          {"parallel", to_string(trainer.parallelism())},
           {"device", data.train_x.device().str()},
           {"deterministic", std::int64_t(deterministic)},
 #if DPSTUDY_WITH_MPI
@@ -304,6 +308,7 @@ struct StoredRun {
   std::int64_t trial = -1;          // a search trial's id, part of its run id
   std::vector<std::string> absent;  // options the file has no value for (newer than it)
   std::int64_t threads = 0;         // intra-op threads per process it ran with (provenance)
+  std::string parallel;             // workers or operations; empty in files older than the option
 };
 
 StoredRun read_stored_run(const std::string& path, const std::string& workload, const std::vector<std::string>& keys) {
@@ -350,6 +355,7 @@ StoredRun read_stored_run(const std::string& path, const std::string& workload, 
   }
   const h5::Group prov = root.open_group("provenance");
   if (prov.has_attr("threads") && prov.attr_kind("threads") == 'i') out.threads = prov.get_int("threads");
+  if (prov.has_attr("parallel") && prov.attr_kind("parallel") == 's') out.parallel = prov.get_string("parallel");
   return out;
 }
 
@@ -382,7 +388,7 @@ int report_reproduction(const std::string& reference, const StoredRun& stored, c
   // Where each ran: what explains a difference, if there is one.
   std::printf("# provenance: reference -> reproduced\n");
   for (const char* k : {"dpstudy_version", "git_commit", "libtorch", "blas", "mpi_library", "hostname", "processes",
-                        "threads", "device", "deterministic"}) {
+                        "threads", "parallel", "device", "deterministic"}) {
     const std::string a = provenance_item(reference, k), b = provenance_item(mine, k);
     std::printf("  %-16s  %s\n", k, (a == b ? "same: " + a : a + " -> " + b).c_str());
   }
@@ -475,9 +481,13 @@ int throughput_mode(const std::vector<PlannedRun>& plan, const std::map<std::str
     tp.steps_per_period = sync >= 1 ? sync : 1;
     tp.workers = c.workers;
     tp.member = session.rank() < procs;
-    tp.setup = [state, c, factory = p.factory, d, ranks, tag] {
+    const Parallelism parallel = parse_parallelism(g.parallel);
+    const Execution execution{parallel, g.threads};
+    tp.params.emplace_back("parallel",
+                           to_string(resolve_parallelism(parallel, c.workers / procs, g.threads, device)));
+    tp.setup = [state, c, factory = p.factory, d, ranks, tag, execution] {
       state->comm = std::make_unique<RunComm>(ranks, c.workers, tag);
-      state->trainer = std::make_unique<Trainer>(c, factory, *d, *state->comm->comm);
+      state->trainer = std::make_unique<Trainer>(c, factory, *d, *state->comm->comm, execution);
     };
     tp.run = [state, c](std::int64_t steps) {
       Trainer& t = *state->trainer;
@@ -512,7 +522,7 @@ int throughput_mode(const std::vector<PlannedRun>& plan, const std::map<std::str
     o.hdf5_path = (fs::path(study_dir) / "throughput.h5").string();
   }
   if (lead && !g.quiet) {
-    print_header(prog);
+    print_header(prog, g.parallel);
     std::printf("# throughput: %zu benchmark(s) on %d process(es); timed: one sync period per iteration, the "
                 "slowest process's time (docs/performance.md)\n", points.size(), session.size());
     std::fflush(stdout);
@@ -537,6 +547,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         "threads", po::value(&g.threads)->default_value(0),
         "intra-op threads per process (0: LibTorch's default; under mpirun the node's cores shared among its "
         "processes, at most the cores a process is bound to). The bits can depend on it (docs/engine.md)")(
+        "parallel", po::value(&g.parallel)->default_value("auto"),
+        "how a process uses its threads: workers (its workers side by side, one thread each: the bits do not "
+        "depend on --threads), operations (one worker at a time, each operation on all threads), auto (workers "
+        "when the process has at least as many workers as threads). CPU only (docs/engine.md)")(
         "device", po::value(&g.device)->default_value("auto"),
         "auto (a GPU when there is one, each MPI process the GPU of its local rank), cpu or cuda")(
         "deterministic", po::value(&g.deterministic)->default_value(true),
@@ -829,7 +843,16 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     // A reproduction runs with the reference's threads per process: OpenBLAS sums
     // a long inner dimension in another order with another thread count (docs/engine.md).
-    if (!g.reproduce.empty() && vm["threads"].defaulted() && stored.threads > 0) {
+    Parallelism parallel = parse_parallelism(g.parallel);
+    // A reference whose workers stepped side by side computed every operation on
+    // one thread: so does the reproduction, whatever its threads. One that spread
+    // its operations over T threads (or predates --parallel) is reproduced that way.
+    const bool stored_side_by_side = stored.parallel == "workers";
+    if (!g.reproduce.empty() && vm["parallel"].defaulted()) {
+      parallel = stored_side_by_side ? Parallelism::workers : Parallelism::operations;
+      g.parallel = to_string(parallel);
+    }
+    if (!g.reproduce.empty() && !stored_side_by_side && vm["threads"].defaulted() && stored.threads > 0) {
       if (stored.threads > 4 * cores) {
         throw UsageError("--reproduce: the run used " + std::to_string(stored.threads) +
                          " threads per process, more than 4 per core of the " + std::to_string(cores) +
@@ -849,6 +872,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       // each of up to 2 processes to one core by default.
       at::set_num_threads(std::max(1, std::min(usable_cpus(), cores / session.local_size())));
     }
+    // The process's threads from here on; a Trainer with its workers side by
+    // side sets LibTorch's own count to 1 while it trains.
+    g.threads = at::get_num_threads();
+    const Execution execution{parallel, g.threads};
 
     // Data, once per dataset; then every run's cost, and W b <= N, before anything runs.
     // A dry run plans without the files if they are not here (a login node).
@@ -904,7 +931,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       PlannedRun& p = plan.front();
       current_run = p.id;
       if (!g.quiet && lead) {
-        print_header(prog);
+        print_header(prog, g.parallel);
         std::printf("# config:");
         for (const auto& [k, v] : p.key_values) std::printf(" %s=%s", k.c_str(), to_text(v).c_str());
         std::printf("\n");
@@ -912,7 +939,8 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       RunComm rc(world_ranks, p.config.workers, 0);
       ConsoleProgress console;
       const RunResult result =
-          train_run(p.config, p.factory, data[p.config.dataset], *rc.comm, g.quiet || !lead ? nullptr : &console);
+          train_run(p.config, p.factory, data[p.config.dataset], *rc.comm, g.quiet || !lead ? nullptr : &console,
+                    execution);
       if (!lead) return 0;
       print_result(result);
       if (vm.count("expect_accuracy")) {
@@ -1090,7 +1118,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     if (lead) {
       out.line("# study " + name + ": " + std::to_string(plan.size()) + " runs, " + std::to_string(complete) +
                " already complete; results in " + study_dir + "; " + std::to_string(session.size()) + " process(es)");
-      if (verbosity >= 1) print_header(prog);
+      if (verbosity >= 1) print_header(prog, g.parallel);
     }
 
     const auto study_start = Clock::now();
@@ -1141,7 +1169,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       for (const auto& [k, v] : p.key_values) config_line += " " + k + "=" + to_text(v);
       o.line(config_line, 2);
       const TrainingData& d = data[p.config.dataset];
-      auto trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm);
+      auto trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm, execution);
       // Resume only if every process of the run has its checkpoint at the same
       // step: each reads the same files, so all decide alike without talking.
       bool resume = !g.force;
@@ -1172,7 +1200,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         } catch (const Error& e) {
           // Every process reads a complete file of the same configuration, so they fail alike.
           o.line(tag + "checkpoint unusable (" + std::string(e.what()) + "); starting over");
-          trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm);
+          trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm, execution);
         }
       }
       RunRecord rec;
@@ -1189,7 +1217,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       rec.finished_utc = utc_now();
       if (leader) {
         const auto io0 = Clock::now();
-        rec.provenance = provenance(argc, argv, d, nprocs, g.deterministic);
+        rec.provenance = provenance(argc, argv, d, nprocs, g.deterministic, *trainer);
         write_run_file(file, rec);
         for (int q = 0; q < nprocs; ++q) fs::remove(ckpt_of(q), ec);
         if (const auto old = checkpoints.find(p.id); old != checkpoints.end()) {

@@ -88,6 +88,25 @@ class Layouts(unittest.TestCase):
             with h5py.File(os.path.join(out, "s", "runs", runs[0]), "r") as f:
                 self.assertEqual(f["provenance"].attrs["processes"], per_run)
 
+    def test_workers_side_by_side_give_one_thread_per_process_bits(self):
+        # The laptop and the cluster: 4 workers in one process on 2 threads (--parallel
+        # auto: side by side, each on one thread) against 2 processes of one thread each.
+        args = ["--workers", "4", "--sync_period", "1,3", "--overlap", "0.25", "--validation_fraction", "0.1",
+                "--sparsity", "0.5"]
+        cluster = os.path.join(self.tmp, "t-cluster")
+        r, _ = self.study(cluster, 2, *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        laptop = os.path.join(self.tmp, "t-laptop")
+        cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
+               "--eval_every", "7", "--output", laptop, "--name", "s", "--quiet", "--threads", "2", *args]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        runs = assert_same_study(self, os.path.join(cluster, "s"), os.path.join(laptop, "s"))
+        self.assertEqual(len(runs), 2)
+        with h5py.File(os.path.join(laptop, "s", "runs", runs[0]), "r") as f:
+            self.assertEqual(f["provenance"].attrs["threads"], 2)
+            self.assertEqual(f["provenance"].attrs["parallel"], "workers")
+
     def test_three_processes_use_the_gather_fallback_with_the_same_bits(self):
         args = ["--workers", "6", "--sync_period", "1,4", "--group_size", "2", "--sparsity", "0.5",
                 "--group_sync_period", "2"]

@@ -29,10 +29,15 @@ class Reproduce(unittest.TestCase):
         cls.data = os.path.join(cls.tmp, "data")
         subprocess.run([DATA_TOOL, "make-fixtures", cls.data, "--train", "200", "--test", "50"], check=True,
                        stdout=subprocess.DEVNULL)
-        # Two threads: the reproduction must take them from the file (another count may change the bits).
-        cls.exe([MLP, "--dataset", "mnist", "--workers", "2", "--batch_size", "10", "--sync_period", "4",
-                 "--epochs", "2", "--eval_every", "5", "--threads", "2", "--output", cls.tmp, "--name", "ref"])
+        # Two threads spread over each operation: the reproduction must take them from
+        # the file (another count may change the bits).
+        run = [MLP, "--dataset", "mnist", "--workers", "2", "--batch_size", "10", "--sync_period", "4",
+               "--epochs", "2", "--eval_every", "5", "--threads", "2", "--output", cls.tmp]
+        cls.exe(run + ["--name", "ref", "--parallel", "operations"])
         cls.reference = glob.glob(os.path.join(cls.tmp, "ref", "runs", "*.h5"))[0]
+        # The two workers side by side on the two threads (auto): one thread's bits.
+        cls.exe(run + ["--name", "ref-workers"])
+        cls.reference_workers = glob.glob(os.path.join(cls.tmp, "ref-workers", "runs", "*.h5"))[0]
 
     @classmethod
     def tearDownClass(cls):
@@ -55,12 +60,19 @@ class Reproduce(unittest.TestCase):
     def test_a_run_reproduces_bit_for_bit_with_its_threads(self):
         out = self.reproduce(MLP, self.reference)
         self.assertIn("threads           same: 2", out)
+        self.assertIn("parallel          same: operations", out)
         self.assertRegex(out, r"# reproduce: identical: all \d+ metric datasets and attributes of run [0-9a-f]{16} "
                               r"agree bit for bit")
         self.assertNotIn("# note:", out)
         run_id = os.path.basename(self.reference)[:-3]
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "again", "reproduce-" + run_id, "runs",
                                                     run_id + ".h5")))
+
+    def test_a_run_of_workers_side_by_side_reproduces_on_any_threads(self):
+        out = self.reproduce(MLP, self.reference_workers, "--threads", "1")
+        self.assertIn("threads           2 -> 1", out)
+        self.assertIn("parallel          same: workers", out)
+        self.assertIn("# reproduce: identical", out)
 
     @unittest.skipUnless(MPIEXEC, "built without MPI")
     def test_a_run_reproduces_under_mpirun(self):

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstring>
+
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/fixtures.hpp"
@@ -301,4 +303,136 @@ TEST(Training, MomentumAndBatchNormStatisticsAreAveragedAsConfigured) {
     EXPECT_EQ(t.replica(0).buffers().data_ptr<float>(),
               t.replica(0).model().named_buffers()["bn.running_mean"].data_ptr<float>());
   }
+}
+
+namespace {
+// Convolutions and batch norm: LibTorch runs them through oneDNN, which sizes
+// its work by the thread count (the side-by-side workers must not hang in it).
+struct TinyCnn : Model {
+  TinyCnn()
+      : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 8, 3).stride(2).padding(1)))),
+        bn(register_module("bn", torch::nn::BatchNorm2d(8))),
+        out(register_module("out", torch::nn::Linear(8 * 14 * 14, 10))) {}
+  at::Tensor forward(const at::Tensor& x) override { return out(torch::relu(bn(conv(x))).flatten(1)); }
+  torch::nn::Conv2d conv;
+  torch::nn::BatchNorm2d bn;
+  torch::nn::Linear out;
+};
+
+// A series as its bit patterns (NaN, where nothing was evaluated, equals itself).
+std::vector<std::uint64_t> bits(const std::vector<double>& v) {
+  std::vector<std::uint64_t> out(v.size());
+  std::memcpy(out.data(), v.data(), v.size() * sizeof(double));
+  return out;
+}
+
+// Every metric of a run that must not depend on how it was computed in parallel.
+void expect_same_bits(const RunResult& a, const RunResult& b, const std::string& what) {
+  EXPECT_EQ(bits(a.train.loss), bits(b.train.loss)) << what;
+  EXPECT_EQ(bits(a.train.worker_loss), bits(b.train.worker_loss)) << what;
+  EXPECT_EQ(bits(a.eval.test_loss), bits(b.eval.test_loss)) << what;
+  EXPECT_EQ(bits(a.eval.test_accuracy), bits(b.eval.test_accuracy)) << what;
+  EXPECT_EQ(bits(a.eval.val_loss), bits(b.eval.val_loss)) << what;
+  EXPECT_EQ(bits(a.eval.worker_divergence), bits(b.eval.worker_divergence)) << what;
+  EXPECT_EQ(bits(a.syncs.divergence), bits(b.syncs.divergence)) << what;
+  EXPECT_EQ(a.sparsity.overall, b.sparsity.overall) << what;
+}
+
+// Restores LibTorch's thread count when a test ends.
+struct ThreadsGuard {
+  int saved = at::get_num_threads();
+  ~ThreadsGuard() { at::set_num_threads(saved); }
+};
+}  // namespace
+
+TEST(Training, ParallelismResolvesAsDocumented) {
+  EXPECT_EQ(parse_parallelism("auto"), Parallelism::automatic);
+  EXPECT_EQ(parse_parallelism("workers"), Parallelism::workers);
+  EXPECT_EQ(parse_parallelism("operations"), Parallelism::operations);
+  EXPECT_THROW(parse_parallelism("threads"), ConfigError);
+  const at::Device cpu(at::kCPU);
+  EXPECT_EQ(resolve_parallelism(Parallelism::automatic, 4, 4, cpu), Parallelism::workers);
+  EXPECT_EQ(resolve_parallelism(Parallelism::automatic, 8, 2, cpu), Parallelism::workers);
+  EXPECT_EQ(resolve_parallelism(Parallelism::automatic, 2, 4, cpu), Parallelism::operations);
+  EXPECT_EQ(resolve_parallelism(Parallelism::automatic, 1, 1, cpu), Parallelism::workers);  // one thread: the same
+  EXPECT_EQ(resolve_parallelism(Parallelism::operations, 8, 2, cpu), Parallelism::operations);
+  EXPECT_EQ(resolve_parallelism(Parallelism::workers, 1, 8, cpu), Parallelism::workers);
+  EXPECT_EQ(resolve_parallelism(Parallelism::workers, 8, 2, at::Device(at::kCUDA, 0)), Parallelism::operations);
+}
+
+// The promise of --parallel workers: the workers side by side on 2 threads give
+// the bits of the same run on one thread (synchronous, local SGD with groups,
+// validation and divergence, SNIP pruning, convolutions with batch norm,
+// fewer workers than threads, more workers than threads).
+TEST(Training, WorkersSideBySideGiveTheBitsOfOneThread) {
+  const ThreadsGuard restore;
+  struct Case {
+    std::string name;
+    std::function<void(RunConfig&)> set;
+    ModelFactory model;
+  };
+  const std::vector<Case> cases = {
+      {"synchronous, 4 workers", [](RunConfig&) {}, tiny()},
+      {"local SGD, groups, validation, 4 workers",
+       [](RunConfig& c) {
+         c.sync_period = 4;
+         c.group_size = 2;
+         c.group_sync_period = 2;
+         c.overlap = 0.25;
+         c.validation_fraction = 0.1;
+         c.eval_every = 3;
+       },
+       tiny()},
+      {"SNIP, 3 workers",
+       [](RunConfig& c) {
+         c.workers = 3;
+         c.sparsity = 0.8;
+         c.pruning = Pruning::snip;
+         c.snip_batches = 2;
+       },
+       tiny()},
+      {"convolution and batch norm, local SGD",
+       [](RunConfig& c) {
+         c.sync_period = 2;
+         c.average_buffers = true;
+       },
+       [] { return std::make_shared<TinyCnn>(); }},
+      {"one worker", [](RunConfig& c) { c.workers = 1; }, tiny()},
+  };
+  for (const Case& k : cases) {
+    RunConfig c = base_config();
+    c.workers = 4;
+    c.batch_size = 8;
+    k.set(c);
+    auto run = [&](int threads, Parallelism parallel) {
+      at::set_num_threads(threads);
+      InProcessCommunicator comm(c.workers);
+      Trainer t(c, k.model, data(), comm, Execution{parallel, threads});
+      EXPECT_EQ(t.parallelism(), Parallelism::workers) << k.name;
+      EXPECT_EQ(t.threads(), threads) << k.name;
+      return t.run();
+    };
+    const RunResult one = run(1, Parallelism::automatic);
+    const RunResult side_by_side = run(2, Parallelism::workers);
+    ASSERT_FALSE(one.train.loss.empty()) << k.name;
+    expect_same_bits(one, side_by_side, k.name);
+  }
+}
+
+TEST(Training, ATrainerToldNoThreadCountFindsTheProcesssAfterASideBySideOne) {
+  const ThreadsGuard restore;
+  at::set_num_threads(2);
+  RunConfig c = base_config();
+  c.workers = 2;
+  InProcessCommunicator comm(2);
+  {
+    Trainer side(c, tiny(), data(), comm, Execution{Parallelism::workers, 0});
+    EXPECT_EQ(side.threads(), 2);
+    side.step();
+    EXPECT_EQ(at::get_num_threads(), 1);  // LibTorch's own count, while its workers step side by side
+  }
+  Trainer next(c, tiny(), data(), comm, Execution{Parallelism::operations, 0});
+  EXPECT_EQ(next.threads(), 2);
+  EXPECT_EQ(next.parallelism(), Parallelism::operations);
+  EXPECT_EQ(at::get_num_threads(), 2);
 }

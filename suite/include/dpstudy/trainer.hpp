@@ -5,7 +5,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dpstudy/augment.hpp"
@@ -30,6 +32,31 @@ struct TrainingData {
 // Normalises and places the data on `device` (CPU, or the process's GPU).
 TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device = at::kCPU);
 
+// How a process spreads its threads (docs/engine.md#threads).
+//   workers:    its workers step side by side, one thread each; every tensor
+//               operation of a worker runs on that one thread, so the bits do
+//               not depend on the thread count;
+//   operations: one worker at a time, each operation on all the threads (the
+//               matrix products sum in an order that depends on the count);
+//   automatic:  workers when the process has at least as many workers as
+//               threads, operations otherwise.
+// GPU runs always step one worker at a time.
+enum class Parallelism { automatic, workers, operations };
+Parallelism parse_parallelism(const std::string& text);  // auto | workers | operations; ConfigError otherwise
+std::string to_string(Parallelism p);
+// What `p` means for a process with `local_workers` workers and `threads`
+// intra-op threads on `device`: workers or operations.
+Parallelism resolve_parallelism(Parallelism p, int local_workers, int threads, const at::Device& device);
+
+// How a Trainer uses the process: its threads (0: LibTorch's count when the
+// Trainer is made) and how it spreads them. With the workers side by side the
+// Trainer sets LibTorch's own count to 1 while it steps or evaluates (oneDNN
+// sizes its convolutions by it) and back to `threads` for a Trainer that does not.
+struct Execution {
+  Parallelism parallel = Parallelism::automatic;
+  int threads = 0;
+};
+
 // When a run saves its full state, so that a killed run resumes where it was.
 struct CheckpointPolicy {
   std::string path;            // empty: never
@@ -41,7 +68,8 @@ class Trainer {
  public:
   // Validates the config against the data (W * b <= N, ...) and builds the
   // replicas (all with the weights of one model built under seed), shards and samplers.
-  Trainer(RunConfig config, const ModelFactory& factory, const TrainingData& data, Communicator& comm);
+  Trainer(RunConfig config, const ModelFactory& factory, const TrainingData& data, Communicator& comm,
+          Execution execution = {});
   ~Trainer();
 
   // Trains to the end or until the loss is not finite; reports to `progress`;
@@ -72,6 +100,9 @@ class Trainer {
   // Time spent writing checkpoints in run() (outside wall_time_s).
   double checkpoint_seconds() const { return checkpoint_s_; }
   std::int64_t comm_bytes() const { return comm_bytes_; }
+  // workers or operations, as resolved for this process, and its threads (provenance).
+  Parallelism parallelism() const { return side_by_side_ ? Parallelism::workers : Parallelism::operations; }
+  int threads() const { return threads_; }
 
  private:
   struct Evaluation {
@@ -98,12 +129,18 @@ class Trainer {
   std::vector<Augmenter> augmenters_;               // per local worker, when augmenting
   std::vector<at::Tensor> batch_idx_, batch_idx_device_, batch_x_, batch_y_, batch_aug_;
   std::vector<at::Tensor> grads_, params_, momenta_, buffers_;  // views of the replicas' flat buffers
-  at::Tensor mean_, scratch_;
+  at::Tensor mean_;
   at::Tensor mask_;  // 0 for pruned weights, in the flat parameter layout; undefined when dense
   SparsityReport sparsity_;
   std::vector<std::int64_t> train_idx_, val_idx_;
   at::Tensor val_index_;
   bool identical_ = true;
+  bool side_by_side_ = false;  // Parallelism::workers
+  int threads_ = 1;
+  // LibTorch's thread count as this Trainer's mode needs it (1 side by side).
+  void claim_threads() const;
+  // Runs task(i) for i in [0, n): side by side on up to threads_ threads, or in turn.
+  void for_each_local(int n, const std::function<void(int)>& task) const;
   double comm_s_ = 0, eval_s_ = 0, last_divergence_ = 0, checkpoint_s_ = 0;
   std::int64_t comm_bytes_ = 0;
   std::vector<double> last_worker_loss_;
@@ -115,6 +152,7 @@ class Trainer {
 
 // Builds a Trainer and runs it.
 RunResult train_run(const RunConfig& config, const ModelFactory& factory, const TrainingData& data,
-                    Communicator& comm, ProgressSink* progress = nullptr);
+                    Communicator& comm, ProgressSink* progress = nullptr,
+                    Execution execution = {});
 
 }  // namespace dpstudy
