@@ -298,6 +298,16 @@ char Group::dataset_kind(const std::string& name) const {
   return kind_of(type);
 }
 
+std::vector<std::int64_t> Group::dataset_shape(const std::string& name) const {
+  Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
+  Id space(H5Dget_space(ds), H5Sclose, path_, "dataspace of " + name);
+  const int rank = H5Sget_simple_extent_ndims(space);
+  if (rank < 0) fail(path_, "cannot read the shape of " + name);
+  std::vector<hsize_t> dims(std::size_t(rank), 0);
+  if (rank > 0) check(H5Sget_simple_extent_dims(space, dims.data(), nullptr), path_, "cannot read the shape of " + name);
+  return std::vector<std::int64_t>(dims.begin(), dims.end());
+}
+
 std::string Group::dataset_units(const std::string& name) const {
   Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
   if (H5Aexists(ds, "units") <= 0) return "";

@@ -218,8 +218,10 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 
 std::string exact(double v) { return to_text(ConfigValue(v)); }
 
+// `cols`: the row length of a matrix stored row-major (1 for a column), so that
+// the first difference is named by row and column (step and worker).
 template <typename T, typename Text>
-std::string first_difference(const std::vector<T>& a, const std::vector<T>& b, Text text) {
+std::string first_difference(const std::vector<T>& a, const std::vector<T>& b, Text text, std::int64_t cols = 1) {
   if (a.size() != b.size()) {
     return std::to_string(a.size()) + " values in the reference, " + std::to_string(b.size()) + " reproduced";
   }
@@ -227,8 +229,11 @@ std::string first_difference(const std::vector<T>& a, const std::vector<T>& b, T
   for (std::size_t i = a.size(); i-- > 0;) {
     if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) ++n, first = i;
   }
-  return std::to_string(n) + " of " + std::to_string(a.size()) + " values differ, the first at row " +
-         std::to_string(first) + ": " + text(a[first]) + " in the reference, " + text(b[first]) + " reproduced";
+  const std::string at = cols > 1 ? "row " + std::to_string(first / std::size_t(cols)) + ", column " +
+                                        std::to_string(first % std::size_t(cols))
+                                  : "row " + std::to_string(first);
+  return std::to_string(n) + " of " + std::to_string(a.size()) + " values differ, the first at " + at + ": " +
+         text(a[first]) + " in the reference, " + text(b[first]) + " reproduced";
 }
 
 // One attribute of two groups: "" when the same, else what differs.
@@ -304,7 +309,10 @@ RunComparison compare_run_files(const std::string& reference, const std::string&
         diffs.push_back(where + ": stored as another type");
       } else if (kind == 'f') {
         const auto a = ga.read_doubles(name), b = gb.read_doubles(name);
-        if (!same_bits(a, b)) diffs.push_back(where + ": " + first_difference(a, b, exact));
+        const auto shape = ga.dataset_shape(name);
+        if (!same_bits(a, b)) {
+          diffs.push_back(where + ": " + first_difference(a, b, exact, shape.size() == 2 ? shape[1] : 1));
+        }
       } else if (kind == 'i') {
         const auto a = ga.read_ints(name), b = gb.read_ints(name);
         if (!same_bits(a, b)) {

@@ -88,9 +88,13 @@ class Reproduce(unittest.TestCase):
             accuracy[1] += 0.01
             f["eval/test_accuracy"][...] = accuracy
             f["summary"].attrs["best_test_accuracy"] = 0.5
+            loss = f["train/worker_loss"][()]  # [step, worker]
+            loss[2, 1] += 0.25
+            f["train/worker_loss"][...] = loss
         out = self.reproduce(MLP, changed, status=4)
-        self.assertIn("# reproduce: DIFFERENT: 2 of", out)
+        self.assertIn("# reproduce: DIFFERENT: 3 of", out)
         self.assertRegex(out, r"eval/test_accuracy: 1 of \d+ values differ, the first at row 1: ")
+        self.assertRegex(out, r"train/worker_loss: 1 of \d+ values differ, the first at row 2, column 1: ")
         self.assertIn("summary@best_test_accuracy: 0.5 in the reference", out)
 
     def test_a_search_trial_and_a_model_option_come_back(self):
