@@ -545,8 +545,9 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         "version", "print the version and the features of this build (MPI, CUDA), then exit")(
         "data_dir", po::value(&g.data_dir), "look here first for datasets (see docs/datasets.md)")(
         "threads", po::value(&g.threads)->default_value(0),
-        "intra-op threads per process (0: LibTorch's default; under mpirun the node's cores shared among its "
-        "processes, at most the cores a process is bound to). The bits can depend on it (docs/engine.md)")(
+        "threads per process (0: the cores it may run on; under mpirun the node's cores shared among its "
+        "processes, at most the cores a process is bound to). The bits depend on it only where a process has "
+        "fewer workers than threads (--parallel, docs/engine.md)")(
         "parallel", po::value(&g.parallel)->default_value("auto"),
         "how a process uses its threads: workers (its workers side by side, one thread each: the bits do not "
         "depend on --threads), operations (one worker at a time, each operation on all threads), auto (workers "
@@ -866,10 +867,13 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     if (g.threads > 0) {
       at::set_num_threads(g.threads);
-    } else if (session.active()) {
+    } else {
       // The cores of this node shared among its processes, so that they do not
       // oversubscribe; no more than this process may run on: Open MPI binds
-      // each of up to 2 processes to one core by default.
+      // each of up to 2 processes to one core by default. One process alone
+      // takes every core it may run on (LibTorch's own default can be fewer:
+      // 1 on this project's 2-core VM); its workers side by side, the bits do
+      // not depend on it.
       at::set_num_threads(std::max(1, std::min(usable_cpus(), cores / session.local_size())));
     }
     // The process's threads from here on; a Trainer with its workers side by
