@@ -1029,6 +1029,16 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       std::printf("# study %s: %zu runs (%zu excluded, %zu already complete), swept: %s\n", name.c_str(),
                   plan.size(), excluded, complete, swept.empty() ? "-" : swept_text.c_str());
       std::printf("# results: %s; %d process(es)\n", study_dir.c_str(), session.size());
+      std::size_t side_by_side = 0;
+      for (const auto& p : plan) {
+        const int procs = procs_for_run(p.config, g.procs_per_run, session.size());
+        side_by_side += resolve_parallelism(parallel, p.config.workers / procs, g.threads, device) ==
+                        Parallelism::workers;
+      }
+      std::printf("# threads: %d per process, --parallel %s: %zu run(s) with their workers side by side (one "
+                  "thread each: the bits of one thread), %zu spreading each operation over the threads "
+                  "(docs/engine.md#threads)\n",
+                  g.threads, g.parallel.c_str(), side_by_side, plan.size() - side_by_side);
       for (const auto& note : data_notes) std::printf("%s\n", note.c_str());
       // What another job on this study is doing shows in the folder: a claim is a
       // run being trained now, a checkpoint a run that will resume.

@@ -88,6 +88,15 @@ class Results(unittest.TestCase):
         self.assertEqual(r.stdout.count("to run"), 5)
         self.assertFalse(os.path.exists(out))
 
+    def test_dry_run_says_how_each_run_uses_the_threads(self):
+        cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1",
+               "--output", os.path.join(self.tmp, "dry-threads"), "--threads", "2", "--workers", "1,2,4", "--dry_run"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # One worker on two threads spreads its operations; two and four step side by side.
+        self.assertIn("# threads: 2 per process, --parallel auto: 2 run(s) with their workers side by side", r.stdout)
+        self.assertIn(", 1 spreading each operation over the threads", r.stdout)
+
     def test_dry_run_shows_what_another_job_is_doing(self):
         out = os.path.join(self.tmp, "dry-states")
         r = self.run_study("--workers", "1,2,4", "--dry_run", output=out)
