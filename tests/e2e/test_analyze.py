@@ -13,19 +13,20 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
+
+from e2e_support import TempFolderTest, make_fixtures
 
 ANALYZE, EXE, DATA_TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
-class Analyze(unittest.TestCase):
+class Analyze(TempFolderTest):
+    prefix = "dpstudy-analyze-test-"
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-analyze-test-")
-        data = os.path.join(cls.tmp, "data")
-        subprocess.run([DATA_TOOL, "make-fixtures", data, "--train", "200", "--test", "50"], check=True,
-                       stdout=subprocess.DEVNULL)
+        super().setUpClass()
+        data = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 200, 50)
         common = [EXE, "--data_dir", data, "--dataset", "mnist", "--epochs", "1", "--output", cls.tmp, "--quiet",
                   "--workers", "2", "--eval_every", "2"]
         # lr 1000 diverges: a group with diverged runs only. overlap 0.5 is missing at sync_period 4.
@@ -39,10 +40,6 @@ class Analyze(unittest.TestCase):
         cls.main = os.path.join(cls.tmp, "main")
         cls.batch = os.path.join(cls.tmp, "batch")
         cls.periods = os.path.join(cls.tmp, "periods")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def analyze(self, *args, status=0):
         r = subprocess.run([ANALYZE, *args], capture_output=True, text=True, timeout=120)

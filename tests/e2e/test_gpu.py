@@ -12,19 +12,18 @@ usage: test_gpu.py RESNET_EXE DPSTUDY_DATA [MPIEXEC]
 """
 import glob
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import h5py
 
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
 from h5compare import assert_same_study
 
 EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
 MPIEXEC = sys.argv[3] if len(sys.argv) > 3 else None
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+ENV = MPI_ENV
 SKIP = 77
 
 
@@ -35,19 +34,16 @@ def run(args, mpi=0):
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
 
 
-class Gpu(unittest.TestCase):
+class Gpu(TempFolderTest):
+    prefix = "dpstudy-gpu-test-"
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-gpu-test-")
+        super().setUpClass()
         cls.data = os.path.join(cls.tmp, "data")
         cls.small = os.path.join(cls.tmp, "small")
         for folder, train in ((cls.data, "320"), (cls.small, "256")):
-            subprocess.run([DATA_TOOL, "make-fixtures", folder, "--train", train, "--test", "50"], check=True,
-                           stdout=subprocess.DEVNULL)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+            make_fixtures(DATA_TOOL, folder, train, 50)
 
     def study(self, name, *args, device="cuda", mpi=0, data=None):
         out = os.path.join(self.tmp, name)

@@ -10,32 +10,27 @@ finished run.
 usage: test_mpi_layouts.py WORKLOAD_EXE DPSTUDY_DATA MPIEXEC
 """
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 import h5py
 
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
 from h5compare import assert_same_study
 
 EXE, DATA_TOOL, MPIEXEC = sys.argv[1], sys.argv[2], sys.argv[3]
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+ENV = dict(MPI_ENV, OMPI_MCA_rmaps_base_oversubscribe="1")
 
 
-class Layouts(unittest.TestCase):
+class Layouts(TempFolderTest):
+    prefix = "dpstudy-mpi-test-"
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-mpi-test-")
-        cls.data = os.path.join(cls.tmp, "data")
-        subprocess.run([DATA_TOOL, "make-fixtures", cls.data, "--train", "480", "--test", "100"], check=True,
-                       stdout=subprocess.DEVNULL)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        super().setUpClass()
+        cls.data = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 480, 100)
 
     def study(self, output, procs, *args, env=None):
         # One thread per process in every layout: a thread count can change the bits (docs/engine.md).

@@ -12,23 +12,24 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import h5py
 
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
+
 MLP, RESNET, DATA_TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
 MPIEXEC = sys.argv[4] if len(sys.argv) > 4 else ""
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+ENV = MPI_ENV
 
 
-class Reproduce(unittest.TestCase):
+class Reproduce(TempFolderTest):
+    prefix = "dpstudy-reproduce-test-"
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-reproduce-test-")
-        cls.data = os.path.join(cls.tmp, "data")
-        subprocess.run([DATA_TOOL, "make-fixtures", cls.data, "--train", "200", "--test", "50"], check=True,
-                       stdout=subprocess.DEVNULL)
+        super().setUpClass()
+        cls.data = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 200, 50)
         # Two threads spread over each operation: the reproduction must take them from
         # the file (another count may change the bits).
         run = [MLP, "--dataset", "mnist", "--workers", "2", "--batch_size", "10", "--sync_period", "4",
@@ -38,10 +39,6 @@ class Reproduce(unittest.TestCase):
         # The two workers side by side on the two threads (auto): one thread's bits.
         cls.exe(run + ["--name", "ref-workers"])
         cls.reference_workers = glob.glob(os.path.join(cls.tmp, "ref-workers", "runs", "*.h5"))[0]
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     @classmethod
     def exe(cls, cmd, status=0, mpi=0):

@@ -10,32 +10,29 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import h5py
 
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
 from h5compare import assert_same_study
 
 EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
 MPIEXEC = sys.argv[3] if len(sys.argv) > 3 else None
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+ENV = MPI_ENV
 
 
-class ResNet(unittest.TestCase):
+class ResNet(TempFolderTest):
+    prefix = "dpstudy-resnet-test-"
+
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-resnet-test-")
+        super().setUpClass()
         cls.data = os.path.join(cls.tmp, "data")
         cls.small = os.path.join(cls.tmp, "small")
         cls.tiny = os.path.join(cls.tmp, "tiny")
         for folder, train in ((cls.data, "320"), (cls.small, "256"), (cls.tiny, "40")):
-            subprocess.run([DATA_TOOL, "make-fixtures", folder, "--train", train, "--test", "50"], check=True,
-                           stdout=subprocess.DEVNULL)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+            make_fixtures(DATA_TOOL, folder, train, 50)
 
     def run_exe(self, *args, data=None, status=0, mpi=0):
         cmd = [EXE, "--data_dir", data or self.data, "--threads", "1", *args]

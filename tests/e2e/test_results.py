@@ -9,26 +9,23 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import h5py
+
+from e2e_support import TempFolderTest, make_fixtures
 import pandas as pd
 
 EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
 
 
-class Results(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-results-test-")
-        cls.data = os.path.join(cls.tmp, "data")
-        subprocess.run([DATA_TOOL, "make-fixtures", cls.data, "--train", "200", "--test", "50"], check=True,
-                       stdout=subprocess.DEVNULL)
+class Results(TempFolderTest):
+    prefix = "dpstudy-results-test-"
 
     @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.data = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 200, 50)
 
     def run_study(self, *args, output=None, study_text=None):
         cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1",

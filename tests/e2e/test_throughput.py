@@ -6,37 +6,32 @@ usage: test_throughput.py WORKLOAD_EXE DPSTUDY_DATA DPSTUDY_ANALYZE [MPIEXEC]
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import h5py
+
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
 
 EXE, DATA_TOOL, ANALYZE = sys.argv[1], sys.argv[2], sys.argv[3]
 MPIEXEC = sys.argv[4] if len(sys.argv) > 4 else ""
 
 
-class Throughput(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="dpstudy-throughput-test-")
-        cls.data = os.path.join(cls.tmp, "data")
-        subprocess.run([DATA_TOOL, "make-fixtures", cls.data, "--train", "600", "--test", "50"], check=True,
-                       stdout=subprocess.DEVNULL)
+class Throughput(TempFolderTest):
+    prefix = "dpstudy-throughput-test-"
 
     @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.data = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 600, 50)
 
     def run_exe(self, *args, mpi=0):
         cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--threads", "1", "--batch_size", "10",
                "--mode", "throughput", "--device", "cpu", *args]  # names below say device:cpu, also on a GPU machine
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         if mpi:
             cmd = [MPIEXEC, "-np", str(mpi), "--oversubscribe", *cmd]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=MPI_ENV)
 
     def json_of(self, r):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

@@ -1,0 +1,30 @@
+"""What the e2e tests share: a temporary folder per test class, generated dataset
+files in it, and the environment mpirun needs as root."""
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+# Open MPI refuses to run as root without these (this project's machines and CI are root).
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def make_fixtures(data_tool, folder, train, test):
+    """Small valid MNIST, Fashion-MNIST and CIFAR-10 files in `folder` (dpstudy-data make-fixtures); returns it."""
+    subprocess.run([data_tool, "make-fixtures", folder, "--train", str(train), "--test", str(test)], check=True,
+                   stdout=subprocess.DEVNULL)
+    return folder
+
+
+class TempFolderTest(unittest.TestCase):
+    """cls.tmp: a temporary folder for the whole class, removed after its last test."""
+    prefix = "dpstudy-test-"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix=cls.prefix)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
