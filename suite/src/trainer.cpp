@@ -226,7 +226,11 @@ void Trainer::claim_threads() const {
 }
 
 void Trainer::for_each_local(int n, const std::function<void(int)>& task) const {
+#if defined(_OPENMP)
   const int team = side_by_side_ ? std::min(threads_, n) : 1;
+#else
+  const int team = 1;  // resolve_parallelism never chose workers with more than one thread
+#endif
   if (team <= 1) {
     for (int i = 0; i < n; ++i) task(i);
     return;
@@ -264,6 +268,7 @@ double Trainer::step() {
   const bool synchronous = c.sync_period == 1 || t / steps_per_epoch_ < c.local_sgd_from_epoch;
   std::vector<at::Tensor> losses(replicas_.size());
   auto train_worker = [&](int i) {
+    const at::AutoGradMode grad(true);  // thread-local: not inherited from the calling thread
     const auto w = std::size_t(i);
     samplers_[w].next(batch_idx_[w].data_ptr<std::int64_t>(), c.batch_size);
     if (!batch_idx_device_[w].is_same(batch_idx_[w])) batch_idx_device_[w].copy_(batch_idx_[w], /*non_blocking=*/true);
@@ -281,10 +286,7 @@ double Trainer::step() {
     losses[w] = loss.detach();
   };
   claim_threads();
-  for_each_local(int(replicas_.size()), [&](int w) {
-    const at::AutoGradMode grad(true);  // thread-local: not inherited from the calling thread
-    train_worker(w);
-  });
+  for_each_local(int(replicas_.size()), train_worker);
   // On a GPU one transfer for all local losses, the only wait of a step that
   // does not average (float to double is exact either way).
   std::vector<double> local_loss(losses.size());

@@ -448,6 +448,7 @@ int throughput_mode(const std::vector<PlannedRun>& plan, const std::map<std::str
   };
   std::vector<ThroughputPoint> points;
   std::set<std::string> names;
+  const Execution execution{parse_parallelism(g.parallel), g.threads};
   for (const PlannedRun& p : plan) {
     const RunConfig& c = p.config;
     const int procs = procs_for_run(c, g.procs_per_run, session.size());
@@ -481,10 +482,8 @@ int throughput_mode(const std::vector<PlannedRun>& plan, const std::map<std::str
     tp.steps_per_period = sync >= 1 ? sync : 1;
     tp.workers = c.workers;
     tp.member = session.rank() < procs;
-    const Parallelism parallel = parse_parallelism(g.parallel);
-    const Execution execution{parallel, g.threads};
     tp.params.emplace_back("parallel",
-                           to_string(resolve_parallelism(parallel, c.workers / procs, g.threads, device)));
+                           to_string(resolve_parallelism(execution.parallel, c.workers / procs, g.threads, device)));
     tp.setup = [state, c, factory = p.factory, d, ranks, tag, execution] {
       state->comm = std::make_unique<RunComm>(ranks, c.workers, tag);
       state->trainer = std::make_unique<Trainer>(c, factory, *d, *state->comm->comm, execution);
@@ -842,12 +841,12 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     }
     if (g.threads < 0) throw ConfigError("threads", std::to_string(g.threads), "must be >= 0");
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    // A reproduction runs with the reference's threads per process: OpenBLAS sums
-    // a long inner dimension in another order with another thread count (docs/engine.md).
+    // A reproduction computes as its reference did. Workers that stepped side by
+    // side ran every operation on one thread: so does the reproduction, whatever
+    // its threads. Operations spread over T threads (or a file older than
+    // --parallel) need T again: OpenBLAS sums a long inner dimension in another
+    // order with another thread count (docs/engine.md).
     Parallelism parallel = parse_parallelism(g.parallel);
-    // A reference whose workers stepped side by side computed every operation on
-    // one thread: so does the reproduction, whatever its threads. One that spread
-    // its operations over T threads (or predates --parallel) is reproduced that way.
     const bool stored_side_by_side = stored.parallel == "workers";
     if (!g.reproduce.empty() && vm["parallel"].defaulted()) {
       parallel = stored_side_by_side ? Parallelism::workers : Parallelism::operations;
@@ -1031,8 +1030,8 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       std::printf("# results: %s; %d process(es)\n", study_dir.c_str(), session.size());
       std::size_t side_by_side = 0;
       for (const auto& p : plan) {
-        const int procs = procs_for_run(p.config, g.procs_per_run, session.size());
-        side_by_side += resolve_parallelism(parallel, p.config.workers / procs, g.threads, device) ==
+        const int run_procs = procs_for_run(p.config, g.procs_per_run, session.size());
+        side_by_side += resolve_parallelism(parallel, p.config.workers / run_procs, g.threads, device) ==
                         Parallelism::workers;
       }
       std::printf("# threads: %d per process, --parallel %s: %zu run(s) with their workers side by side (one "
