@@ -23,7 +23,6 @@ from h5compare import assert_same_study
 
 EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
 MPIEXEC = sys.argv[3] if len(sys.argv) > 3 else None
-ENV = MPI_ENV
 SKIP = 77
 
 
@@ -31,7 +30,7 @@ def run(args, mpi=0):
     cmd = [EXE, "--threads", "1", *args]
     if mpi:
         cmd = [MPIEXEC, "-n", str(mpi), "--oversubscribe"] + cmd
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+    return subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
 
 
 class Gpu(TempFolderTest):

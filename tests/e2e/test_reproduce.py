@@ -20,7 +20,6 @@ from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
 
 MLP, RESNET, DATA_TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
 MPIEXEC = sys.argv[4] if len(sys.argv) > 4 else ""
-ENV = MPI_ENV
 
 
 class Reproduce(TempFolderTest):
@@ -45,7 +44,7 @@ class Reproduce(TempFolderTest):
         cmd = [cmd[0], "--data_dir", cls.data, "--quiet", *cmd[1:]]
         if mpi:
             cmd = [MPIEXEC, "-n", str(mpi), "--oversubscribe"] + cmd
-        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
         if r.returncode != status:
             raise AssertionError(f"{cmd}: exit {r.returncode}, expected {status}\n{r.stdout}\n{r.stderr}")
         return r.stdout + r.stderr

@@ -19,7 +19,6 @@ from h5compare import assert_same_study
 
 EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
 MPIEXEC = sys.argv[3] if len(sys.argv) > 3 else None
-ENV = MPI_ENV
 
 
 class ResNet(TempFolderTest):
@@ -38,7 +37,7 @@ class ResNet(TempFolderTest):
         cmd = [EXE, "--data_dir", data or self.data, "--threads", "1", *args]
         if mpi:
             cmd = [MPIEXEC, "-n", str(mpi), "--oversubscribe"] + cmd
-        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
         self.assertEqual(r.returncode, status, f"{args}: {r.stdout}\n{r.stderr}")
         return r.stdout + r.stderr
 
@@ -75,7 +74,7 @@ class ResNet(TempFolderTest):
         else:  # a CUDA build refuses only where no GPU is visible (test_gpu.py covers the GPU)
             r = subprocess.run([EXE, "--data_dir", self.tiny, "--device", "cuda", "--depth", "8", "--batch_size", "8",
                                 "--epochs", "1", "--quiet", "--output", os.path.join(self.tmp, "cuda-probe")],
-                               capture_output=True, text=True, env=ENV, timeout=600)
+                               capture_output=True, text=True, env=MPI_ENV, timeout=600)
             if r.returncode != 0:
                 self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
                 self.assertIn("--device: 'cuda' is not available: this LibTorch has no CUDA support or no GPU",
