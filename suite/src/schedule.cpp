@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <numeric>
 #include <sstream>
 
@@ -100,12 +101,7 @@ ClaimQueue::Take ClaimQueue::try_take(std::size_t i) {
   const std::string who = host_name() + " " + std::to_string(::getpid()) + " " + slurm_job() + "\n";
   const std::string path = claim_path(i);
   bool mine = create_exclusive(path, who);
-  if (!mine && is_stale(path, stale_after_s_)) {
-    // Two jobs taking over the same stale claim at the same instant may both
-    // run it: duplicate work with the same bits, never a corrupt result.
-    ::unlink(path.c_str());
-    mine = create_exclusive(path, who);
-  }
+  if (!mine && take_over(path, stale_after_s_)) mine = create_exclusive(path, who);
   if (!mine) return Take::held;
   if (finished_elsewhere_ && finished_elsewhere_(i)) {  // between the check above and the claim
     release(i);
@@ -172,14 +168,66 @@ bool ClaimQueue::is_stale(const std::string& path, double stale_after_s) {
   return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
 }
 
+namespace {
+
+// What tells one claim file from another that replaced it at the same path: a
+// new claim may get the freed inode number back, but not also the same text
+// (its holder's host and pid) and modification time.
+struct FileIdentity {
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  long long mtime_ns = 0;
+  std::string text;
+  bool operator==(const FileIdentity& o) const {
+    return exists == o.exists && dev == o.dev && ino == o.ino && mtime_ns == o.mtime_ns && text == o.text;
+  }
+};
+
+FileIdentity identify(const std::string& path) {
+  FileIdentity id;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return id;
+  id.exists = true;
+  id.dev = st.st_dev;
+  id.ino = st.st_ino;
+  id.mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+  std::ifstream in(path, std::ios::binary);
+  id.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return id;
+}
+
+}  // namespace
+
+bool ClaimQueue::take_over(const std::string& path, double stale_after_s, const std::function<void()>& after_look) {
+  const FileIdentity seen = identify(path);
+  if (!seen.exists || !is_stale(path, stale_after_s)) return false;
+  if (after_look) after_look();
+  // Unlinking the path would remove whatever is there by then: another job may
+  // have taken the run over since we looked, and its fresh claim would go. A
+  // rename moves one file atomically, so of several jobs taking over together
+  // exactly one gets the stale claim; the others get nothing, or a fresh claim
+  // that they put straight back. The aside name is a temporary file of this
+  // process ("<...>.<host>.<pid>.tmp"), cleared as stale if we die holding it.
+  const std::string aside = path + "." + host_name() + "." + std::to_string(::getpid()) + ".tmp";
+  if (::rename(path.c_str(), aside.c_str()) != 0) return false;  // another job moved it first
+  if (identify(aside) == seen) {
+    ::unlink(aside.c_str());
+    return true;
+  }
+  // A claim made after our look: back where it was, unless a third job has
+  // claimed the free path in the instant between (then two jobs hold the run).
+  (void)::link(aside.c_str(), path.c_str());
+  ::unlink(aside.c_str());
+  return false;
+}
+
 void ClaimQueue::remove_stale_claims(const std::string& dir, double stale_after_s) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".claim") == 0 && is_stale(dir + "/" + name, stale_after_s)) {
-      ::unlink((dir + "/" + name).c_str());
-    }
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".claim") == 0) take_over(dir + "/" + name, stale_after_s);
   }
   ::closedir(d);
 }

@@ -1,4 +1,5 @@
 // Placing runs on processes: the static schedule and the claims of dynamic placement.
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -131,7 +132,9 @@ TEST(Schedule, NestedBlocksSplitTheJobBySizeLargestFirst) {
       for (std::size_t j = 0; j < blocks.size(); ++j) {
         const Block& b = blocks[j];
         EXPECT_TRUE(b.first <= rank && rank < b.first + b.size && b.first + b.size <= world);
-        if (j > 0) EXPECT_TRUE(blocks[j - 1].first <= b.first && b.first + b.size <= blocks[j - 1].first + blocks[j - 1].size);
+        if (j > 0) {
+          EXPECT_TRUE(blocks[j - 1].first <= b.first && b.first + b.size <= blocks[j - 1].first + blocks[j - 1].size);
+        }
         for (int other = b.first; other < b.first + b.size; ++other) {
           const std::vector<Block> theirs = nested_blocks(sizes, world, other);
           EXPECT_NE(std::find(theirs.begin(), theirs.end(), b), theirs.end()) << world << " " << rank << " " << other;
@@ -260,4 +263,90 @@ TEST(ClaimQueue, AFolderThatCannotBeWrittenIsAnErrorNamingTheFile) {
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("missing/a.claim"), std::string::npos) << e.what();
   }
+}
+
+namespace {
+
+// K processes of this host (K jobs) find the same stale claim and all try to
+// take its run at once. Each child reports whether it took the run, then stays
+// alive until every child has reported: a winner that exited early would leave
+// a claim of a dead process, which the others would then rightly take over.
+int takers_of_one_stale_claim(const std::string& dir, const std::string& id, int k) {
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  write_claim(dir + "/" + id + ".claim", host_name() + " " + std::to_string(dead));
+  int go[2], done[2], report[2];
+  if (::pipe(go) != 0 || ::pipe(done) != 0 || ::pipe(report) != 0) return -1;
+  std::vector<pid_t> children;
+  for (int c = 0; c < k; ++c) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(go[1]);
+      ::close(done[1]);
+      char b = 0;
+      (void)!::read(go[0], &b, 1);  // returns when the parent closes its end: all start together
+      ClaimQueue q(dir, {id}, 600);
+      const char took = q.take(0) ? '1' : '0';
+      (void)!::write(report[1], &took, 1);
+      (void)!::read(done[0], &b, 1);
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  ::close(go[0]);
+  ::close(go[1]);
+  int takers = 0;
+  for (int c = 0; c < k; ++c) {
+    char took = 0;
+    if (::read(report[0], &took, 1) == 1 && took == '1') ++takers;
+  }
+  ::close(done[1]);
+  for (pid_t pid : children) ::waitpid(pid, nullptr, 0);
+  for (int fd : {done[0], report[0], report[1]}) ::close(fd);
+  return takers;
+}
+
+}  // namespace
+
+TEST(ClaimQueue, JobsTakingOverOneStaleClaimAtOnceTrainItOnce) {
+  ScratchDir dir;
+  for (int round = 0; round < 200; ++round) {
+    const std::string id = "run" + std::to_string(round);
+    ASSERT_EQ(takers_of_one_stale_claim(dir.str(), id, 6), 1) << "round " << round;
+  }
+}
+
+TEST(ClaimQueue, ATakeOverLeavesAClaimMadeAfterItLookedInPlace) {
+  ScratchDir dir;
+  const std::string path = dir.str() + "/run.claim";
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  write_claim(path, host_name() + " " + std::to_string(dead));
+  // Between this job's look and its removal, another job takes the stale claim
+  // over and writes its own (a live process of another host).
+  const std::string live = "another-host 4242 - 0";
+  EXPECT_FALSE(ClaimQueue::take_over(path, 600, [&] {
+    ::unlink(path.c_str());
+    write_claim(path, live);
+  }));
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, live + "\n");
+  // Nothing set aside is left behind, and the stale claim itself is taken over.
+  write_claim(path, host_name() + " " + std::to_string(dead));
+  EXPECT_TRUE(ClaimQueue::take_over(path, 600));
+  EXPECT_FALSE(file_exists(path));
+  std::size_t left = 0;
+  if (DIR* d = ::opendir(dir.str().c_str())) {
+    while (const dirent* e = ::readdir(d)) left += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  EXPECT_EQ(left, 0u);
+  // A live claim is not taken over, and an absent one cannot be.
+  write_claim(path, live);
+  EXPECT_FALSE(ClaimQueue::take_over(path, 600));
+  EXPECT_TRUE(file_exists(path));
+  EXPECT_FALSE(ClaimQueue::take_over(dir.str() + "/absent.claim", 600));
 }

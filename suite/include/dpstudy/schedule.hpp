@@ -59,6 +59,11 @@ class ClaimQueue {
   // Whether the claim (or a temporary file named "<...>.<host>.<pid>.tmp") at
   // `path` belongs to no live process: see above.
   static bool is_stale(const std::string& path, double stale_after_s);
+  // Removes the claim at `path` if it is stale, as one step against other jobs
+  // doing the same: true for exactly one of the jobs that find one stale claim
+  // at once, and no job removes a claim made after it looked. `after_look`
+  // runs between the look and the removal (tests race another job there).
+  static bool take_over(const std::string& path, double stale_after_s, const std::function<void()>& after_look = {});
   // Removes the stale claims under `dir` (a killed job's): at the start of a study.
   static void remove_stale_claims(const std::string& dir, double stale_after_s);
   // Gives up the claim this process holds, if any: when it stops on an error.
