@@ -67,6 +67,9 @@ std::string slurm_job() {
   return std::string(id && *id ? id : "-") + " " + (restart && *restart ? restart : "0");
 }
 
+// A claim's text: "<host> <pid> <Slurm job id> <restart count>".
+std::string holder_text() { return host_name() + " " + std::to_string(::getpid()) + " " + slurm_job() + "\n"; }
+
 // The claim this process holds now (one run at a time), for release_held().
 std::string& held_claim() {
   static std::string path;
@@ -98,7 +101,7 @@ bool ClaimQueue::take(std::size_t i) { return try_take(i) == Take::taken; }
 ClaimQueue::Take ClaimQueue::try_take(std::size_t i) {
   if (finished_elsewhere_ && finished_elsewhere_(i)) return Take::finished;
   if (dir_.empty()) return Take::taken;
-  const std::string who = host_name() + " " + std::to_string(::getpid()) + " " + slurm_job() + "\n";
+  const std::string who = holder_text();
   const std::string path = claim_path(i);
   bool mine = create_exclusive(path, who);
   if (!mine && take_over(path, stale_after_s_)) mine = create_exclusive(path, who);
@@ -199,27 +202,46 @@ FileIdentity identify(const std::string& path) {
 
 }  // namespace
 
-bool ClaimQueue::take_over(const std::string& path, double stale_after_s, const std::function<void()>& after_look) {
-  const FileIdentity seen = identify(path);
-  if (!seen.exists || !is_stale(path, stale_after_s)) return false;
-  if (after_look) after_look();
-  // Unlinking the path would remove whatever is there by then: another job may
-  // have taken the run over since we looked, and its fresh claim would go. A
-  // rename moves one file atomically, so of several jobs taking over together
-  // exactly one gets the stale claim; the others get nothing, or a fresh claim
-  // that they put straight back. The aside name is a temporary file of this
-  // process ("<...>.<host>.<pid>.tmp"), cleared as stale if we die holding it.
+namespace {
+
+// Removes `path` if it is still the file `seen`, as one step against others
+// doing the same: renamed aside (atomic: one of them gets it) and compared; a
+// newer file moved by mistake goes straight back. The aside name is a temporary
+// file of this process ("<...>.<host>.<pid>.tmp"), cleared as stale if we die
+// holding it.
+bool remove_if_same(const std::string& path, const FileIdentity& seen) {
   const std::string aside = path + "." + host_name() + "." + std::to_string(::getpid()) + ".tmp";
-  if (::rename(path.c_str(), aside.c_str()) != 0) return false;  // another job moved it first
-  if (identify(aside) == seen) {
-    ::unlink(aside.c_str());
-    return true;
-  }
-  // A claim made after our look: back where it was, unless a third job has
-  // claimed the free path in the instant between (then two jobs hold the run).
-  (void)::link(aside.c_str(), path.c_str());
+  if (::rename(path.c_str(), aside.c_str()) != 0) return false;  // another one moved it first
+  const bool same = identify(aside) == seen;
+  if (!same) (void)::link(aside.c_str(), path.c_str());
   ::unlink(aside.c_str());
-  return false;
+  return same;
+}
+
+}  // namespace
+
+bool ClaimQueue::take_over(const std::string& path, double stale_after_s, const std::function<void()>& after_look) {
+  if (!is_stale(path, stale_after_s)) return false;
+  // Judging a claim stale and removing it are two steps, and between them
+  // another job may take the run over: unlinking then would remove its fresh
+  // claim. So a take-over holds the run's token, "<claim>.takeover", made
+  // exclusively like a claim, and judges again under it: of the jobs that find
+  // one stale claim at once, one removes it, and the others find the token
+  // held (or, after it, a live claim). A token outlives its holder only if
+  // that died in the instant it held it; it is then stale like a claim.
+  const std::string token = path + ".takeover";
+  const std::string who = holder_text();
+  if (!create_exclusive(token, who)) {
+    const FileIdentity seen = identify(token);
+    if (!seen.exists || !is_stale(token, stale_after_s) || !remove_if_same(token, seen) ||
+        !create_exclusive(token, who)) {
+      return false;
+    }
+  }
+  if (after_look) after_look();
+  const bool taken = is_stale(path, stale_after_s) && ::unlink(path.c_str()) == 0;
+  ::unlink(token.c_str());
+  return taken;
 }
 
 void ClaimQueue::remove_stale_claims(const std::string& dir, double stale_after_s) {
@@ -227,7 +249,12 @@ void ClaimQueue::remove_stale_claims(const std::string& dir, double stale_after_
   if (d == nullptr) return;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".claim") == 0) take_over(dir + "/" + name, stale_after_s);
+    const std::string path = dir + "/" + name;
+    const auto ends_with = [&](const std::string& tail) {
+      return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (ends_with(".claim")) take_over(path, stale_after_s);
+    if (ends_with(".claim.takeover") && is_stale(path, stale_after_s)) remove_if_same(path, identify(path));
   }
   ::closedir(d);
 }

@@ -1282,7 +1282,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       // size, then splits into the blocks of the next size (nested_blocks).
       std::map<int, std::vector<std::size_t>> of_size;  // processes -> positions in the schedule
       for (std::size_t k = 0; k < schedule.size(); ++k) of_size[int(schedule[k].ranks.size())].push_back(k);
-      for (const Block& b : nested_blocks(procs, session.size(), session.rank())) {
+      // `final_look`: every process of the job is through its runs; the blocks
+      // form again, largest first, to take what another job has left stale since
+      // a block split (its processes had nothing else to do).
+      const auto take_runs = [&](const Block& b, bool final_look) {
         const std::vector<std::size_t>& positions = of_size.at(b.size);
         std::vector<std::string> size_ids;
         for (std::size_t k : positions) size_ids.push_back(ids[k]);
@@ -1293,7 +1296,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         const bool first = session.rank() == b.first;
 #if DPSTUDY_WITH_MPI
         std::unique_ptr<mpi::RunGroup> group;
-        if (b.size > 1) group = std::make_unique<mpi::RunGroup>(mine.ranks, int(plan.size()) + b.first);
+        if (b.size > 1) {
+          group = std::make_unique<mpi::RunGroup>(mine.ranks, int(plan.size()) + (final_look ? session.size() : 0) + b.first);
+        }
+#else
+        (void)final_look;
 #endif
         for (;;) {
           long long j = first ? size_queue.next() : -1;
@@ -1316,6 +1323,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
               heartbeat_of(k));
           if (first) queue.release(k);
         }
+      };
+      const std::vector<Block> blocks = nested_blocks(procs, session.size(), session.rank());
+      for (const Block& b : blocks) take_runs(b, false);
+      if (blocks.size() > 1) {
+        for (const Block& b : blocks) take_runs(b, true);
       }
     } else {
       for (std::size_t k = 0; k < schedule.size(); ++k) {

@@ -190,6 +190,47 @@ class Layouts(TempFolderTest):
             self.assertEqual(sum(log.count(": starting") for log in logs), 16, "\n".join(logs))
             self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 16)
 
+    def test_a_split_group_takes_a_run_of_its_former_size_left_stale_meanwhile(self):
+        # Another job (a live process of this host) holds a 2-process run, so the
+        # group of 2 splits and its processes take the 1-process runs. That job
+        # dies meanwhile: once every process is through, the group forms again and
+        # trains the run instead of leaving it to a later job.
+        args = ["--workers", "1,2", "--sync_period", "1,4", "--seeds", "2"]
+        one = os.path.join(self.tmp, "regroup-ref")
+        self.assertEqual(self.study(one, 0, *args)[0].returncode, 0)
+        with h5py.File(os.path.join(one, "s", "index.h5"), "r") as f:
+            rows = list(zip(f["index"]["run_id"][()], f["index"]["workers"][()]))
+        held = next(run_id.decode() for run_id, workers in rows if workers == 2)
+        out = os.path.join(self.tmp, "regroup")
+        runs = os.path.join(out, "s", "runs")
+        os.makedirs(runs)
+        holder = subprocess.Popen(["sleep", "600"])
+        try:
+            with open(os.path.join(runs, held + ".claim"), "w") as f:
+                f.write(f"{os.uname().nodename} {holder.pid}\n")
+            cmd = [MPIEXEC, "-n", "2", "--oversubscribe", EXE, "--data_dir", self.data, "--dataset", "mnist",
+                   "--batch_size", "10", "--epochs", "2", "--eval_every", "7", "--output", out, "--name", "s",
+                   "--threads", "1", *args]
+            job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+            log_path, deadline = os.path.join(out, "s", "log.txt"), time.monotonic() + 300
+            while time.monotonic() < deadline and job.poll() is None:
+                if os.path.exists(log_path):
+                    with open(log_path) as log:
+                        if any(": starting" in line and "workers=1" in line for line in log):
+                            break
+                time.sleep(0.02)
+        finally:
+            holder.kill()
+            holder.wait()
+        log = job.communicate(timeout=600)[0]
+        self.assertEqual(job.returncode, 0, log)
+        with open(log_path) as f:
+            started = [line for line in f.read().splitlines() if ": starting" in line]
+        self.assertEqual(len(started), 8, started)
+        self.assertIn(held, started[-1])  # after the 1-process runs
+        self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))), 8)
+        self.assertEqual([f for f in os.listdir(runs) if f.endswith(".claim") or f.endswith(".tmp")], [])
+
     def test_dynamic_placement_runs_each_run_once_with_the_same_bits(self):
         args = ["--workers", "2", "--sync_period", "1,4", "--seeds", "4"]
         one = os.path.join(self.tmp, "dyn1")

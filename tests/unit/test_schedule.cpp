@@ -350,3 +350,27 @@ TEST(ClaimQueue, ATakeOverLeavesAClaimMadeAfterItLookedInPlace) {
   EXPECT_TRUE(file_exists(path));
   EXPECT_FALSE(ClaimQueue::take_over(dir.str() + "/absent.claim", 600));
 }
+
+TEST(ClaimQueue, ATakeOverTokenIsHeldWhileItsHolderLives) {
+  ScratchDir dir;
+  const std::string path = dir.str() + "/run.claim", token = path + ".takeover";
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  write_claim(path, host_name() + " " + std::to_string(dead));
+  // Another job is taking the stale claim over this instant: leave it to that job.
+  write_claim(token, "another-host 4242 - 0");
+  EXPECT_FALSE(ClaimQueue::take_over(path, 600));
+  EXPECT_TRUE(file_exists(path));
+  // That job died holding the token: the token is stale too, and the claim taken over.
+  write_claim(token, host_name() + " " + std::to_string(dead));
+  EXPECT_TRUE(ClaimQueue::take_over(path, 600));
+  EXPECT_FALSE(file_exists(path));
+  EXPECT_FALSE(file_exists(token));
+  // A job's start clears a dead taker's token with the stale claims.
+  write_claim(token, host_name() + " " + std::to_string(dead));
+  write_claim(dir.str() + "/live.claim.takeover", "another-host 4242 - 0");
+  ClaimQueue::remove_stale_claims(dir.str(), 600);
+  EXPECT_FALSE(file_exists(token));
+  EXPECT_TRUE(file_exists(dir.str() + "/live.claim.takeover"));
+}

@@ -59,10 +59,10 @@ class ClaimQueue {
   // Whether the claim (or a temporary file named "<...>.<host>.<pid>.tmp") at
   // `path` belongs to no live process: see above.
   static bool is_stale(const std::string& path, double stale_after_s);
-  // Removes the claim at `path` if it is stale, as one step against other jobs
-  // doing the same: true for exactly one of the jobs that find one stale claim
-  // at once, and no job removes a claim made after it looked. `after_look`
-  // runs between the look and the removal (tests race another job there).
+  // Removes the claim at `path` if it is stale, under the run's take-over token
+  // (`<path>.takeover`): true for one of the jobs that find one stale claim at
+  // once, and no job removes a claim made after it looked. `after_look` runs
+  // with the token held, before the second look (tests race another job there).
   static bool take_over(const std::string& path, double stale_after_s, const std::function<void()>& after_look = {});
   // Removes the stale claims under `dir` (a killed job's): at the start of a study.
   static void remove_stale_claims(const std::string& dir, double stale_after_s);
@@ -85,7 +85,9 @@ class ClaimQueue {
 // Dynamic placement when runs take different numbers of processes (a sweep of
 // worker counts): the job is cut into blocks of the largest P, what is left over
 // into blocks of the next P, and so on; a block whose P has no run left to take
-// splits into blocks of the next smaller P and goes on taking those. It needs
+// splits into blocks of the next smaller P and goes on taking those (and when
+// all are through, the blocks form again once, largest first, for runs another
+// job left stale meanwhile). It needs
 // every P to divide the next larger one and the smallest to divide the job's
 // processes (powers of two, as default_procs_per_run gives, always do).
 struct Block {
