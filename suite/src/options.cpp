@@ -144,6 +144,9 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
   eval.add_options()
       ("eval_every", with_default(&c.eval_every, d.eval_every),
        "evaluate every this many steps (0: at the end of each epoch only)")
+      ("eval_at_sync", with_default(&c.eval_at_sync, d.eval_at_sync),
+       "local SGD: also evaluate right after every parameter averaging over all workers, where every worker holds "
+       "the evaluated model (eval/synced, summary final_synced_test_accuracy)")
       ("test_every", with_default(&c.test_every, d.test_every),
        "with a validation split: evaluate the test split only every this many steps, at epoch ends, at the goal "
        "and at the end; other evaluations record NaN test metrics (0: at every evaluation)")

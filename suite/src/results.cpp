@@ -119,6 +119,7 @@ void write_series(h5::Group& root, const RunResult& r, int workers) {
     g.write("val_accuracy", e.val_accuracy, "fraction");
     g.write("train_loss", e.train_loss, "nats");
     g.write("worker_divergence", e.worker_divergence, "L2 norm");
+    g.write("synced", e.synced, "1");
   }
   {
     h5::Group g = root.create_group("syncs");
@@ -150,6 +151,7 @@ void write_series(h5::Group& root, const RunResult& r, int workers) {
     g.set("best_test_accuracy", s.best_test_accuracy);
     g.set("final_test_loss", s.final_test_loss);
     g.set("final_val_accuracy", s.final_val_accuracy);
+    g.set("final_synced_test_accuracy", s.final_synced_test_accuracy);
     g.set("steps", s.steps);
     g.set("steps_per_epoch", s.steps_per_epoch);
     g.set("wall_time_s", s.wall_time_s);
@@ -190,6 +192,7 @@ RunResult read_series(const h5::Group& root) {
     e.val_accuracy = g.read_doubles("val_accuracy");
     e.train_loss = g.read_doubles("train_loss");
     e.worker_divergence = g.read_doubles("worker_divergence");
+    if (g.has("synced")) e.synced = g.read_ints("synced");  // empty from a dpstudy before it
   }
   {
     const h5::Group g = root.open_group("syncs");
@@ -429,6 +432,7 @@ struct Column {
 std::string unit_of(const std::string& key) {
   static const std::map<std::string, std::string> units = {
       {"final_test_accuracy", "fraction"}, {"best_test_accuracy", "fraction"}, {"final_val_accuracy", "fraction"},
+      {"final_synced_test_accuracy", "fraction"},
       {"final_test_loss", "nats"},         {"wall_time_s", "s"},               {"samples_per_s", "samples/s"},
       {"compute_time_s", "s"},             {"comm_time_s", "s"},               {"eval_time_s", "s"},
       {"steps", "step"},                   {"steps_per_epoch", "step"},        {"batch_size", "samples"},

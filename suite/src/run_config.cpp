@@ -1,6 +1,7 @@
 #include "dpstudy/run_config.hpp"
 
 #include <cmath>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 
@@ -144,6 +145,7 @@ KeyValues RunConfig::key_values() const {
       {"pruning", to_string(pruning)},
       {"snip_batches", I(snip_batches)},
       {"eval_every", I(eval_every)},
+      {"eval_at_sync", I(eval_at_sync)},
       {"test_every", I(test_every)},
       {"eval_batch", I(eval_batch)},
       {"goal_error", goal_error},
@@ -151,6 +153,12 @@ KeyValues RunConfig::key_values() const {
       {"seed", I(seed)},
       {"data_seed", I(data_seed)},
   };
+}
+
+bool added_later_at_old_default(const std::string& key, const ConfigValue& value) {
+  static const std::map<std::string, std::string> later_keys = {{"test_every", "0"}, {"eval_at_sync", "0"}};
+  const auto later = later_keys.find(key);
+  return later != later_keys.end() && to_text(value) == later->second;
 }
 
 void validate(const RunConfig& c) {

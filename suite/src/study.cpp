@@ -215,14 +215,9 @@ std::vector<RawValues> cartesian_product(const std::vector<std::pair<std::string
 }
 
 std::string run_id(const std::string& workload, const KeyValues& values) {
-  // Keys added after the first release leave the id out while they hold the
-  // value that reproduces the old behaviour, so existing results keep their ids.
-  static const std::map<std::string, std::string> later_keys = {{"test_every", "0"}};
   std::string text = "workload=" + workload + "\n";
   for (const auto& [k, v] : values) {
-    const auto later = later_keys.find(k);
-    if (later != later_keys.end() && to_text(v) == later->second) continue;
-    text += k + "=" + to_text(v) + "\n";
+    if (!added_later_at_old_default(k, v)) text += k + "=" + to_text(v) + "\n";
   }
   return Sha256::of(text.data(), text.size()).substr(0, 16);
 }

@@ -10,6 +10,8 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <set>
+#include <sstream>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -337,6 +339,7 @@ double Trainer::step() {
     for_each_local(int(replicas_.size()), update);
   }
   ++step_;
+  averaged_world_ = false;
   if (synchronous) {
     identical_ = true;
   } else {
@@ -390,6 +393,7 @@ void Trainer::average_parameters(int count, int level) {
   for (double d : comm_.all_workers(local_distance)) distance += d;  // in worker order
   last_divergence_ = distance / double(c.workers);
   identical_ = level == 2;
+  averaged_world_ = count == c.workers;
   result_.syncs.step.push_back(step_);
   result_.syncs.level.push_back(level);
   result_.syncs.divergence.push_back(last_divergence_);
@@ -462,6 +466,7 @@ bool Trainer::evaluate_into(RunResult& r, double train_loss, bool test_due, doub
   e.val_accuracy.push_back(val.accuracy);
   e.train_loss.push_back(train_loss);
   e.worker_divergence.push_back(last_divergence_);
+  e.synced.push_back(identical_ || averaged_world_);
   eval_s_ += seconds_since(t0);
   const bool at_goal = have_val ? val_at_goal : goal_open && 1.0 - test.accuracy <= c.goal_error;
   if (at_goal) {
@@ -518,7 +523,7 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     loss_since_eval_ += loss;
     ++steps_since_eval_;
     const bool epoch_end = step_ % steps_per_epoch_ == 0;
-    if (epoch_end || (c.eval_every > 0 && step_ % c.eval_every == 0)) {
+    if (epoch_end || (c.eval_every > 0 && step_ % c.eval_every == 0) || (c.eval_at_sync && averaged_world_)) {
       const bool test_due = c.test_every == 0 || step_ % c.test_every == 0 || epoch_end || step_ == total;
       const bool at_goal = evaluate_into(r, loss_since_eval_ / double(steps_since_eval_), test_due, elapsed());
       loss_since_eval_ = 0;
@@ -567,8 +572,32 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
   } else {
     s.final_test_accuracy = s.final_test_loss = s.final_val_accuracy = s.best_test_accuracy = kNaN;
   }
+  s.final_synced_test_accuracy = kNaN;
+  for (std::size_t i = r.eval.step.size(); i-- > 0;) {
+    if (r.eval.synced[i] != 0 && std::isfinite(r.eval.test_accuracy[i])) {
+      s.final_synced_test_accuracy = r.eval.test_accuracy[i];
+      break;
+    }
+  }
   return r;
 }
+
+namespace {
+
+// A config text without the keys added later that hold their old default: a
+// checkpoint made before such a key existed is one of the same configuration.
+std::string comparable(const std::string& config_text) {
+  std::string out, line;
+  std::istringstream in(config_text);
+  while (std::getline(in, line)) {
+    const std::size_t eq = line.find('=');
+    if (eq != std::string::npos && added_later_at_old_default(line.substr(0, eq), line.substr(eq + 1))) continue;
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string Trainer::config_text() const {
   std::string text;
@@ -640,7 +669,9 @@ void Trainer::restore_checkpoint(const std::string& path) {
   if (!root.has_attr("schema") || root.get_string("schema") != kCheckpointSchema) {
     throw DataError(path, std::string("not a ") + kCheckpointSchema + " file");
   }
-  if (root.get_string("config") != config_text()) throw DataError(path, "is a checkpoint of another configuration");
+  if (comparable(root.get_string("config")) != comparable(config_text())) {
+    throw DataError(path, "is a checkpoint of another configuration");
+  }
   const h5::Group workers = root.open_group("workers");
   for (std::size_t w = 0; w < replicas_.size(); ++w) {
     const h5::Group g = workers.open_group(std::to_string(comm_.first_local_worker() + int(w)));
@@ -673,6 +704,20 @@ void Trainer::restore_checkpoint(const std::string& path) {
   loss_since_eval_ = root.get_double("loss_since_eval");
   steps_since_eval_ = root.get_int("steps_since_eval");
   result_ = read_series(root);
+  if (result_.eval.synced.size() != result_.eval.step.size()) {
+    // A checkpoint of a dpstudy before eval/synced: what each evaluation was,
+    // from the config and the averagings recorded.
+    const RunConfig& c = config_;
+    std::set<std::int64_t> world;
+    for (std::size_t i = 0; i < result_.syncs.step.size(); ++i) {
+      if (result_.syncs.level[i] == 2 || c.group_size == c.workers) world.insert(result_.syncs.step[i]);
+    }
+    result_.eval.synced.clear();
+    for (const std::int64_t s : result_.eval.step) {
+      const bool synchronous = c.sync_period == 1 || (s - 1) / steps_per_epoch_ < c.local_sgd_from_epoch;
+      result_.eval.synced.push_back(synchronous || world.count(s) > 0);
+    }
+  }
   result_.summary.steps_to_goal = root.get_int("steps_to_goal");
   result_.summary.time_to_goal_s = root.get_double("time_to_goal_s");
 }

@@ -178,18 +178,20 @@ void print_header(const std::string& prog, const std::string& parallel) {
 void print_result(const RunResult& r) {
   const RunSummary& s = r.summary;
   std::printf("# result: %s\n", to_string(s.status).c_str());
-  std::printf("# %-24s %14s  %s\n", "metric", "value", "unit");
+  std::printf("# %-26s %14s  %s\n", "metric", "value", "unit");
   auto row = [](const char* name, double v, const char* unit) {
     if (v == std::floor(v) && std::fabs(v) < 1e15) {
-      std::printf("  %-24s %14.0f  %s\n", name, v, unit);  // counts in full
+      std::printf("  %-26s %14.0f  %s\n", name, v, unit);  // counts in full
     } else {
-      std::printf("  %-24s %14.6g  %s\n", name, v, unit);
+      std::printf("  %-26s %14.6g  %s\n", name, v, unit);
     }
   };
   row("final_test_accuracy", s.final_test_accuracy, "fraction");
   row("best_test_accuracy", s.best_test_accuracy, "fraction");
   row("final_test_loss", s.final_test_loss, "nats");
   row("final_val_accuracy", s.final_val_accuracy, "fraction");
+  // Local SGD: the last model every worker held (eval_at_sync evaluates at each averaging).
+  if (!r.syncs.step.empty()) row("final_synced_test_accuracy", s.final_synced_test_accuracy, "fraction");
   row("steps", double(s.steps), "steps");
   row("steps_per_epoch", double(s.steps_per_epoch), "steps");
   row("wall_time", s.wall_time_s, "s");

@@ -208,9 +208,17 @@ class Analyze(TempFolderTest):
         for period in ("1", "4"):
             self.assertAlmostEqual(last2[period], (at8[period] + at10[period]) / 2, places=4)
         self.assertEqual(means("test_accuracy@last=1"), at10)
+        # Of the model every worker held: every evaluation of synchronous runs; with
+        # sync_period 4 those at the averagings, steps 4 and 8 (eval/synced).
+        at4, synced2 = means("test_accuracy@step=4"), means("test_accuracy@synced_last=2")
+        self.assertAlmostEqual(synced2["1"], last2["1"], places=4)
+        self.assertAlmostEqual(synced2["4"], (at4["4"] + at8["4"]) / 2, places=4)
+        self.assertEqual(means("test_accuracy@synced_last=1")["4"], at8["4"])
+        self.assertEqual(means("final_synced_test_accuracy"), {"1": at10["1"], "4": at8["4"]})
         for metric, message in (("test_accuracy@last=0", "'0' is not a count of evaluations >= 1"),
                                 ("test_accuracy@last=x", "'x' is not a number of evaluations"),
-                                ("test_accuracy@best=1", "expected SERIES@step=N, SERIES@epoch=E or SERIES@last=K")):
+                                ("test_accuracy@best=1", "expected SERIES@step=N, SERIES@epoch=E, SERIES@last=K or "
+                                                         "SERIES@synced_last=K")):
             self.assertIn(message, self.analyze("summary", self.main, "--metric", metric, status=2))
 
     def test_anova_of_two_factors(self):

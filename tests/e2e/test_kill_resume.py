@@ -1,22 +1,24 @@
 #!/usr/bin/env python3
 """Kill a study with SIGKILL at several points, resume it each time, and check
 that nothing is corrupt, no finished run is redone, and the final index and
-every run's metrics equal, bit for bit, those of an uninterrupted study.
+every run's metrics equal, bit for bit, those of an uninterrupted study; and a
+checkpoint written by an earlier dpstudy (without the keys added since) resumes.
 
 usage: test_kill_resume.py WORKLOAD_EXE DPSTUDY_DATA
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
+import h5py
+
+from e2e_support import TempFolderTest, make_fixtures
 from h5compare import assert_same_study
 
 EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
-FIXTURES = None  # made in the test's folder
+FIXTURES = None  # made in the test class's folder
 
 
 def study(output, *extra, kill=None):
@@ -30,51 +32,70 @@ def study(output, *extra, kill=None):
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
 
 
-class KillAndResume(unittest.TestCase):
-    def test_killed_study_resumes_to_the_uninterrupted_result(self):
+class KillAndResume(TempFolderTest):
+    prefix = "dpstudy-kill-test-"
+
+    @classmethod
+    def setUpClass(cls):
         global FIXTURES
-        tmp = tempfile.mkdtemp(prefix="dpstudy-kill-test-")
-        try:
-            FIXTURES = os.path.join(tmp, "data")
-            subprocess.run([DATA_TOOL, "make-fixtures", FIXTURES, "--train", "600", "--test", "100"],
-                           check=True, stdout=subprocess.DEVNULL)
-            reference = os.path.join(tmp, "reference")
-            r = study(reference)
-            self.assertEqual(r.returncode, 0, r.stderr)
+        super().setUpClass()
+        FIXTURES = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 600, 100)
+        cls.reference = os.path.join(cls.tmp, "reference")
+        r = study(cls.reference)
+        assert r.returncode == 0, r.stderr
 
-            killed = os.path.join(tmp, "killed")
-            logs = []
-            for point in ("step:25", "checkpoint-write:2", "run-write:2", "index-write:3"):
-                r = study(killed, kill=point)
-                logs.append((point, r.stdout))
-                self.assertEqual(r.returncode, -9, f"{point}: not killed\n{r.stdout}\n{r.stderr}")
-                self.assertIn("DPSTUDY_TEST_KILL_AT: killing this process at " + point, r.stderr)
-            r = study(killed)
-            logs.append(("final", r.stdout))
-            self.assertEqual(r.returncode, 0, r.stderr)
+    def test_killed_study_resumes_to_the_uninterrupted_result(self):
+        killed = os.path.join(self.tmp, "killed")
+        logs = []
+        for point in ("step:25", "checkpoint-write:2", "run-write:2", "index-write:3"):
+            r = study(killed, kill=point)
+            logs.append((point, r.stdout))
+            self.assertEqual(r.returncode, -9, f"{point}: not killed\n{r.stdout}\n{r.stderr}")
+            self.assertIn("DPSTUDY_TEST_KILL_AT: killing this process at " + point, r.stderr)
+        r = study(killed)
+        logs.append(("final", r.stdout))
+        self.assertEqual(r.returncode, 0, r.stderr)
 
-            # Resumed from checkpoints, and no finished run redone.
-            everything = "\n".join(out for _, out in logs)
-            self.assertRegex(everything, r"resuming from its checkpoint at step 20")
-            finished = set()
-            for point, out in logs:
-                for line in out.splitlines():
-                    m = re.search(r"\] ([0-9a-f]{16}) .*: (starting|completed)", line)
-                    if not m:
-                        continue
-                    run, what = m.groups()
-                    if what == "starting":
-                        self.assertNotIn(run, finished, f"{run} redone after it finished ({point})")
-                    else:
-                        finished.add(run)
-            self.assertEqual(len(finished), 4)
+        # Resumed from checkpoints, and no finished run redone.
+        everything = "\n".join(out for _, out in logs)
+        self.assertRegex(everything, r"resuming from its checkpoint at step 20")
+        finished = set()
+        for point, out in logs:
+            for line in out.splitlines():
+                m = re.search(r"\] ([0-9a-f]{16}) .*: (starting|completed)", line)
+                if not m:
+                    continue
+                run, what = m.groups()
+                if what == "starting":
+                    self.assertNotIn(run, finished, f"{run} redone after it finished ({point})")
+                else:
+                    finished.add(run)
+        self.assertEqual(len(finished), 4)
 
-            # Nothing corrupt or left over; everything equal to the reference.
-            runs = assert_same_study(self, os.path.join(reference, "kill"), os.path.join(killed, "kill"))
-            self.assertEqual(len(runs), 4, runs)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        # Nothing corrupt or left over; everything equal to the reference.
+        runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(killed, "kill"))
+        self.assertEqual(len(runs), 4, runs)
 
+    def test_a_checkpoint_of_an_earlier_dpstudy_is_resumed(self):
+        # Keys added since (eval_at_sync, test_every) at their old behaviour's
+        # value, and the series added since (eval/synced), are missing from a
+        # checkpoint an earlier dpstudy wrote: the run resumes from it all the same.
+        killed = os.path.join(self.tmp, "earlier")
+        r = study(killed, kill="step:25")
+        self.assertEqual(r.returncode, -9, r.stderr)
+        runs = os.path.join(killed, "kill", "runs")
+        [ckpt] = [os.path.join(runs, f) for f in os.listdir(runs) if f.endswith(".ckpt.h5")]
+        with h5py.File(ckpt, "r+") as f:
+            text = f.attrs["config"]
+            text = text.decode() if isinstance(text, bytes) else text
+            self.assertIn("eval_at_sync=0\n", text)
+            f.attrs["config"] = text.replace("eval_at_sync=0\n", "").replace("test_every=0\n", "")
+            del f["eval/synced"]
+        r = study(killed)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("resuming from its checkpoint at step 20", r.stdout)
+        runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(killed, "kill"))
+        self.assertEqual(len(runs), 4, runs)
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -1,5 +1,5 @@
 // Metaparameter search: Sobol points as Boost's sequence gives them, ranges
-// mapped on their scales, grid and random trials, and bad search input.
+// mapped on their scales, grid and random trials, and bad search input; run ids.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -64,4 +64,19 @@ TEST(Search, BadInput) {
   EXPECT_EQ(error_of({{"search_lr", "0.1:1"}}), "--search: '' is not set: give search = sobol, random or grid");
   EXPECT_EQ(error_of({{"search", "sobol"}, {"trials", "2"}, {"search_momentum", "0.9:1"}}),
             "--search_momentum: '0.9:1' must be a range LOW:HIGH with LOW < HIGH within [0, 1)");
+}
+
+// Keys added after the first release leave run ids (and checkpoints) as they
+// were while they hold the old behaviour's value: results made before keep their ids.
+TEST(RunIds, KeysAddedLaterChangeNoIdAtTheirOldDefault) {
+  const KeyValues before = {{"workers", std::int64_t(4)}, {"eval_every", std::int64_t(0)}};
+  KeyValues now = before;
+  now.emplace_back("eval_at_sync", std::int64_t(0));
+  now.emplace_back("test_every", std::int64_t(0));
+  EXPECT_EQ(run_id("mlp-mnist", now), run_id("mlp-mnist", before));
+  now.back().second = std::int64_t(5);
+  EXPECT_NE(run_id("mlp-mnist", now), run_id("mlp-mnist", before));
+  now.back().second = std::int64_t(0);
+  now[2].second = std::int64_t(1);
+  EXPECT_NE(run_id("mlp-mnist", now), run_id("mlp-mnist", before));
 }

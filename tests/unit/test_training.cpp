@@ -345,6 +345,46 @@ struct ThreadsGuard {
 };
 }  // namespace
 
+TEST(Training, EvalAtSyncEvaluatesAfterEveryWorldAveragingAndChangesNoTrainingBits) {
+  // 480 samples, 4 workers x 16: 7 steps per epoch, 2 epochs; households of 2
+  // average every 2 steps, all 4 workers every 4.
+  RunConfig c = base_config();
+  c.workers = 4;
+  c.epochs = 2;
+  c.sync_period = 4;
+  c.group_size = 2;
+  c.group_sync_period = 2;
+  InProcessCommunicator comm(4);
+  const RunResult plain = train_run(c, tiny(), data(), comm);
+  c.eval_at_sync = true;
+  const RunResult at_sync = train_run(c, tiny(), data(), comm);
+  EXPECT_EQ(bits(at_sync.train.loss), bits(plain.train.loss));
+  EXPECT_EQ(bits(at_sync.syncs.divergence), bits(plain.syncs.divergence));
+  // Evaluated at every world averaging (4, 8, 12) and at the epoch ends (7, 14).
+  EXPECT_EQ(plain.eval.step, (std::vector<std::int64_t>{7, 14}));
+  EXPECT_EQ(at_sync.eval.step, (std::vector<std::int64_t>{4, 7, 8, 12, 14}));
+  EXPECT_EQ(at_sync.eval.synced, (std::vector<std::int64_t>{1, 0, 1, 1, 0}));
+  EXPECT_EQ(at_sync.eval.test_accuracy[1], plain.eval.test_accuracy[0]);  // step 7, between averagings
+  EXPECT_EQ(at_sync.summary.final_test_accuracy, plain.summary.final_test_accuracy);
+  // The last model all workers held: step 12. Without evaluations there, none.
+  EXPECT_EQ(at_sync.summary.final_synced_test_accuracy, at_sync.eval.test_accuracy[3]);
+  EXPECT_TRUE(std::isnan(plain.summary.final_synced_test_accuracy));
+  // One household of all workers averages the world at its own period (level 1).
+  c.group_size = 4;
+  c.sync_period = kNever;
+  const RunResult one_household = train_run(c, tiny(), data(), comm);
+  EXPECT_EQ(one_household.eval.step, (std::vector<std::int64_t>{2, 4, 6, 7, 8, 10, 12, 14}));
+  EXPECT_EQ(one_household.eval.synced, (std::vector<std::int64_t>{1, 1, 1, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(one_household.summary.final_synced_test_accuracy, one_household.summary.final_test_accuracy);
+  // Synchronous training: every evaluation is of the model all workers hold.
+  c.group_size = 1;
+  c.sync_period = 1;
+  const RunResult sync = train_run(c, tiny(), data(), comm);
+  EXPECT_EQ(sync.eval.step, (std::vector<std::int64_t>{7, 14}));
+  EXPECT_EQ(sync.eval.synced, (std::vector<std::int64_t>{1, 1}));
+  EXPECT_EQ(sync.summary.final_synced_test_accuracy, sync.summary.final_test_accuracy);
+}
+
 TEST(Training, ParallelismResolvesAsDocumented) {
   EXPECT_EQ(parse_parallelism("auto"), Parallelism::automatic);
   EXPECT_EQ(parse_parallelism("workers"), Parallelism::workers);

@@ -170,23 +170,40 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
   const std::string name = metric.substr(0, at), point = metric.substr(at + 1);
   const auto eq = point.find('=');
   const std::string axis = eq == std::string::npos ? "" : point.substr(0, eq);
-  if (axis != "step" && axis != "epoch" && axis != "last") {
-    throw UsageError("metric '" + metric + "': expected SERIES@step=N, SERIES@epoch=E or SERIES@last=K");
+  const bool last = axis == "last" || axis == "synced_last";
+  if (axis != "step" && axis != "epoch" && !last) {
+    throw UsageError("metric '" + metric +
+                     "': expected SERIES@step=N, SERIES@epoch=E, SERIES@last=K or SERIES@synced_last=K");
   }
   char* end = nullptr;
   const double where = std::strtod(point.c_str() + eq + 1, &end);
   if (end == point.c_str() + eq + 1 || *end != '\0' || !std::isfinite(where)) {
     throw UsageError("metric '" + metric + "': '" + point.substr(eq + 1) + "' is not a number of " +
-                     (axis == "last" ? std::string("evaluations") : axis + "s"));
+                     (last ? std::string("evaluations") : axis + "s"));
   }
-  if (axis == "last") {
+  if (last) {
     // The mean of the last K evaluations (those with a value): a final figure
-    // less sensitive to where in an oscillation the run ended.
+    // less sensitive to where in an oscillation the run ended. synced_last:
+    // only evaluations of the model every worker held (eval/synced, eval_at_sync).
     if (where < 1 || where != std::floor(where)) {
       throw UsageError("metric '" + metric + "': '" + point.substr(eq + 1) + "' is not a count of evaluations >= 1");
     }
     for (const Run* run : runs) {
-      std::vector<double> y = finite(series(*run, name));
+      std::vector<double> y = series(*run, name);
+      if (axis == "synced_last") {
+        const h5::File f = h5::File::open_read(run->file);
+        if (!f.root().open_group("eval").has("synced")) {
+          throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") +
+                           " has no eval/synced series (made by a dpstudy before eval_at_sync)");
+        }
+        const std::vector<double> synced = series(*run, "synced");
+        std::vector<double> kept;
+        for (std::size_t i = 0; i < y.size() && i < synced.size(); ++i) {
+          if (synced[i] != 0) kept.push_back(y[i]);
+        }
+        y = std::move(kept);
+      }
+      y = finite(std::move(y));
       const std::size_t k = std::min(y.size(), std::size_t(where));
       double sum = 0;
       for (std::size_t i = y.size() - k; i < y.size(); ++i) sum += y[i];

@@ -128,7 +128,12 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
     for (double v : {d.mean, d.sd, d.sem, d.ci_low, d.ci_high, d.median, d.min, d.max}) row.push_back(num(v));
     t.rows.push_back(row);
     const std::string name = label(o.by, g.key_values);
-    if (d.n == 0) t.notes.push_back(name + ": no completed run (" + std::to_string(g.not_completed) + " diverged or failed)");
+    if (d.n == 0 && !g.runs.empty()) {
+      t.notes.push_back(name + ": no value of " + o.metric + " in its " + std::to_string(g.runs.size()) +
+                        " completed run(s)");
+    } else if (d.n == 0) {
+      t.notes.push_back(name + ": no completed run (" + std::to_string(g.not_completed) + " diverged or failed)");
+    }
     if (d.n == 1) t.notes.push_back(name + ": n = 1, no variance and no confidence interval");
     if (d.n > 1 && d.sd == 0) t.notes.push_back(name + ": every value is the same");
   }
@@ -866,7 +871,8 @@ commands:
 
 metrics: any numeric index column (final_test_accuracy, best_test_accuracy, wall_time_s, ...), an
 eval series at a point: test_accuracy@epoch=1, test_loss@step=200, or the mean of its last K
-evaluations: test_accuracy@last=5. Diverged runs are counted and
+evaluations: test_accuracy@last=5, or of the last K evaluations of the model every worker held
+(eval_at_sync): test_accuracy@synced_last=2. Diverged runs are counted and
 excluded unless --include_diverged.
 )";
 

@@ -31,6 +31,9 @@ struct EvalSeries {
   std::vector<double> val_loss, val_accuracy;  // NaN without a validation split
   std::vector<double> train_loss;              // mean of the step losses since the last evaluation
   std::vector<double> worker_divergence;       // at the most recent averaging (0 when synchronous)
+  // 1 where every worker held the evaluated parameters (a synchronous step, or
+  // an averaging over all workers at this step); 0 between averagings of local SGD.
+  std::vector<std::int64_t> synced;
 };
 
 // One row per parameter averaging (not gradient averaging).
@@ -52,6 +55,10 @@ struct RunSummary {
   RunStatus status = RunStatus::completed;
   double final_test_accuracy = 0, best_test_accuracy = 0, final_test_loss = 0;
   double final_val_accuracy = 0;
+  // The test accuracy at the last evaluation where every worker held the
+  // evaluated parameters (eval/synced; NaN if none): under local SGD, not
+  // dependent on where in an averaging period the run ended (eval_at_sync).
+  double final_synced_test_accuracy = 0;
   std::int64_t steps = 0, steps_per_epoch = 0;
   double wall_time_s = 0, samples_per_s = 0;
   // wall_time_s = compute_time_s + comm_time_s + eval_time_s (s).

@@ -28,6 +28,10 @@ using ConfigValue = std::variant<std::int64_t, double, std::string>;
 // by the caller); doubles in the shortest form that reads back exactly.
 std::string to_text(const ConfigValue& v);
 using KeyValues = std::vector<std::pair<std::string, ConfigValue>>;
+// Keys added after the first release, holding the value that reproduces the
+// behaviour from before they existed: run ids and checkpoints leave them out,
+// so that results and checkpoints made before keep their ids and stay usable.
+bool added_later_at_old_default(const std::string& key, const ConfigValue& value);
 
 // Sync periods: a whole number of steps >= 1, or never.
 constexpr int kNever = -1;
@@ -75,6 +79,7 @@ struct RunConfig {
   std::int64_t snip_batches = 10;    // mini-batches the SNIP scores are summed over
   // Evaluation
   std::int64_t eval_every = 0;       // steps; 0 = only at the end of each epoch
+  bool eval_at_sync = false;         // also right after every parameter averaging over all workers
   std::int64_t test_every = 0;       // steps; with a validation split, the test split only every this many
                                      // steps, at epoch ends, at the goal and at the end; 0 = at every evaluation
   std::int64_t eval_batch = 1000;

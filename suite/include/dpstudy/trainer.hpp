@@ -135,6 +135,7 @@ class Trainer {
   std::vector<std::int64_t> train_idx_, val_idx_;
   at::Tensor val_index_;
   bool identical_ = true;
+  bool averaged_world_ = false;  // the last step ended with a parameter averaging over all workers
   bool side_by_side_ = false;  // Parallelism::workers
   int threads_ = 1;
   // LibTorch's thread count as this Trainer's mode needs it (1 side by side).
