@@ -93,6 +93,9 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
       ("block_size", with_default(&c.block_size, d.block_size), "samples per block (medium)")
       ("order", po::value(&order_)->default_value(to_string(d.order)),
        "order the units are cut from: shuffled (by the data seed), stored, label (non-IID)")
+      ("dirichlet_alpha", with_default(&c.dirichlet_alpha, d.dirichlet_alpha),
+       "label skew: deal each class's samples to the shard owners in proportions drawn from Dirichlet(alpha) "
+       "(0.1: a few classes per owner; 100: near IID; 0: near-equal parts, no skew); needs granularity fine")
       ("shard_owner", po::value(&shard_owner_)->default_value(to_string(d.shard_owner)),
        "worker: one shard per worker; group: one per group of group_size workers, shared within it");
   po::options_description sync("Synchronisation");

@@ -118,6 +118,7 @@ KeyValues RunConfig::key_values() const {
       {"granularity", to_string(granularity)},
       {"block_size", I(block_size)},
       {"order", to_string(order)},
+      {"dirichlet_alpha", dirichlet_alpha},
       {"shard_owner", to_string(shard_owner)},
       {"sync_period", I(sync_period)},
       {"local_sgd_from_epoch", I(local_sgd_from_epoch)},
@@ -156,7 +157,8 @@ KeyValues RunConfig::key_values() const {
 }
 
 bool added_later_at_old_default(const std::string& key, const ConfigValue& value) {
-  static const std::map<std::string, std::string> later_keys = {{"test_every", "0"}, {"eval_at_sync", "0"}};
+  static const std::map<std::string, std::string> later_keys = {
+      {"test_every", "0"}, {"eval_at_sync", "0"}, {"dirichlet_alpha", "0"}};
   const auto later = later_keys.find(key);
   return later != later_keys.end() && to_text(value) == later->second;
 }
@@ -181,6 +183,10 @@ void validate(const RunConfig& c) {
   require(c.overlap >= 0 && c.overlap <= 1, "overlap", num(c.overlap),
           "must be in [0, 1] (0 = disjoint shards, 1 = every worker sees all data)");
   require(c.block_size >= 1, "block_size", std::to_string(c.block_size), "must be at least 1");
+  require(c.dirichlet_alpha >= 0, "dirichlet_alpha", num(c.dirichlet_alpha),
+          "must be >= 0 (0: near-equal parts; > 0: each class dealt in Dirichlet(alpha) proportions)");
+  require(c.dirichlet_alpha == 0 || c.granularity == Granularity::fine, "dirichlet_alpha", num(c.dirichlet_alpha),
+          "deals single samples of each class: it needs granularity = fine, not " + to_string(c.granularity));
   require(c.sync_period >= 1 || c.sync_period == kNever, "sync_period", std::to_string(c.sync_period),
           "must be a whole number of steps >= 1, or never");
   require(c.group_sync_period >= 1 || c.group_sync_period == kNever, "group_sync_period",

@@ -95,6 +95,38 @@ TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::D
   return d;
 }
 
+DataSplit split_data(const RunConfig& c, const at::Tensor& train_y) {
+  // Validation split: a seeded fraction of the training split, held out; the
+  // rest keeps its stored order so that order=stored and order=label mean what they say.
+  const std::int64_t total = train_y.size(0);
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(total));
+  for (std::int64_t i = 0; i < total; ++i) perm[std::size_t(i)] = i;
+  const auto n_val = std::size_t(std::llround(c.validation_fraction * double(total)));
+  if (n_val > 0) Rng::stream(c.resolved_data_seed(), kValidationStream).shuffle(perm);
+  DataSplit out;
+  out.val.assign(perm.begin(), perm.begin() + std::ptrdiff_t(n_val));
+  out.train.assign(perm.begin() + std::ptrdiff_t(n_val), perm.end());
+  std::sort(out.val.begin(), out.val.end());
+  std::sort(out.train.begin(), out.train.end());
+  const auto n = std::int64_t(out.train.size());
+  const std::int64_t global_batch = std::int64_t(c.workers) * c.batch_size;
+  if (n / global_batch == 0) {
+    throw ConfigError("batch_size", std::to_string(c.batch_size),
+                      "is too large: workers x batch_size = " + std::to_string(global_batch) + " exceeds the " +
+                          std::to_string(n) + " training samples");
+  }
+  std::vector<std::int64_t> labels(out.train.size());
+  const at::Tensor labels_host = train_y.to(at::kCPU);  // no copy on the CPU
+  const std::int64_t* y = labels_host.data_ptr<std::int64_t>();
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = y[out.train[i]];
+  out.shards = assign_shards(n, labels.data(), assignment_spec(c));
+  out.stats = assignment_stats(n, out.shards);
+  for (auto& shard : out.shards) {
+    for (auto& p : shard) p = out.train[std::size_t(p)];
+  }
+  return out;
+}
+
 Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingData& data, Communicator& comm,
                  Execution execution)
     : config_(std::move(config)), data_(data), comm_(comm) {
@@ -111,36 +143,12 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
     throw Error("Trainer: the communicator has " + std::to_string(comm_.world_workers()) + " workers, the config " +
                 std::to_string(c.workers));
   }
-  // Validation split: a seeded fraction of the training split, held out; the
-  // rest keeps its stored order so that order=stored and order=label mean what they say.
-  const std::int64_t total = data_.train_y.size(0);
-  std::vector<std::int64_t> perm(static_cast<std::size_t>(total));
-  for (std::int64_t i = 0; i < total; ++i) perm[std::size_t(i)] = i;
-  const auto n_val = std::size_t(std::llround(c.validation_fraction * double(total)));
-  if (n_val > 0) Rng::stream(c.resolved_data_seed(), kValidationStream).shuffle(perm);
-  val_idx_.assign(perm.begin(), perm.begin() + std::ptrdiff_t(n_val));
-  train_idx_.assign(perm.begin() + std::ptrdiff_t(n_val), perm.end());
-  std::sort(val_idx_.begin(), val_idx_.end());
-  std::sort(train_idx_.begin(), train_idx_.end());
-  const auto n = std::int64_t(train_idx_.size());
-
-  const std::int64_t global_batch = std::int64_t(c.workers) * c.batch_size;
-  steps_per_epoch_ = n / global_batch;
-  if (steps_per_epoch_ == 0) {
-    throw ConfigError("batch_size", std::to_string(c.batch_size),
-                      "is too large: workers x batch_size = " + std::to_string(global_batch) + " exceeds the " +
-                          std::to_string(n) + " training samples");
-  }
-
-  std::vector<std::int64_t> labels(train_idx_.size());
-  const at::Tensor labels_host = data_.train_y.to(at::kCPU);  // no copy on the CPU
-  const std::int64_t* y = labels_host.data_ptr<std::int64_t>();
-  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = y[train_idx_[i]];
-  shards_ = assign_shards(n, labels.data(), assignment_spec(c));
-  assignment_ = assignment_stats(n, shards_);
-  for (auto& shard : shards_) {
-    for (auto& p : shard) p = train_idx_[std::size_t(p)];
-  }
+  DataSplit split = split_data(c, data_.train_y);
+  train_idx_ = std::move(split.train);
+  val_idx_ = std::move(split.val);
+  shards_ = std::move(split.shards);
+  assignment_ = split.stats;
+  steps_per_epoch_ = std::int64_t(train_idx_.size()) / (std::int64_t(c.workers) * c.batch_size);
 
   // Every replica starts from the weights of one model built under the run seed.
   at::manual_seed(c.seed);

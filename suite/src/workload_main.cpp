@@ -921,6 +921,15 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                               std::to_string(global) + " exceeds the " + std::to_string(n) + " training samples");
       }
       p.cost = (n / global) * p.config.epochs * global;
+      // A label-skewed assignment may leave an owner without samples: found
+      // now, not when the run's turn comes (the data decide, so only if here).
+      if (p.config.dirichlet_alpha > 0 && data.count(ds)) {
+        try {
+          (void)split_data(p.config, data[ds].train_y);
+        } catch (const ConfigError& e) {
+          throw UsageError("the run " + axes_text(p.values, swept) + ": " + e.what());
+        }
+      }
     }
 
     if (g.mode == "throughput") {

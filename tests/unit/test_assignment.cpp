@@ -6,6 +6,7 @@
 
 #include "dpstudy/assignment.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/rng.hpp"
 
 using namespace dpstudy;
 
@@ -125,5 +126,105 @@ TEST(Assignment, TooFewUnitsForTheOwnersIsAConfigError) {
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("--block_size: '64' leaves shard"), std::string::npos) << e.what();
+  }
+}
+
+namespace {
+
+// How many of each class shard u holds.
+std::vector<std::vector<std::int64_t>> class_counts(const std::vector<std::vector<std::int64_t>>& shards,
+                                                    const std::vector<std::int64_t>& labels) {
+  std::vector<std::vector<std::int64_t>> counts(shards.size(), std::vector<std::int64_t>(10, 0));
+  for (std::size_t u = 0; u < shards.size(); ++u) {
+    for (std::int64_t p : shards[u]) ++counts[u][std::size_t(labels[std::size_t(p)])];
+  }
+  return counts;
+}
+
+}  // namespace
+
+TEST(Assignment, DirichletLabelSkewDealsEachClassInDrawnProportions) {
+  const std::int64_t n = 6000;
+  const auto labels = labels_of(n);  // 600 of each of 10 classes
+  auto spec = [](double concentration, double overlap, OverlapMode mode, std::uint64_t seed) {
+    AssignmentSpec s{8, overlap, mode, Granularity::fine, 16, DataOrder::shuffled, seed};
+    s.dirichlet_alpha = concentration;
+    return s;
+  };
+  // Disjoint, covering, non-empty; every class split exactly among the owners.
+  for (double concentration : {0.05, 0.5, 5.0, 1e4}) {
+    const auto shards = assign_shards(n, labels.data(), spec(concentration, 0, OverlapMode::pool, 3));
+    const AssignmentStats st = assignment_stats(n, shards);
+    EXPECT_EQ(st.covered, n) << concentration;
+    EXPECT_EQ(st.mean_intersection, 0) << concentration;
+    EXPECT_GT(st.min_size, 0) << concentration;
+    const auto counts = class_counts(shards, labels);
+    for (std::size_t k = 0; k < 10; ++k) {
+      std::int64_t total = 0;
+      for (const auto& c : counts) total += c[k];
+      EXPECT_EQ(total, 600) << concentration;
+    }
+  }
+  // Small alpha: an owner holds few classes; large: every owner about 600 / 8 = 75 of each.
+  auto classes_held = [&](double concentration) {  // mean over owners of classes with >= 5 % of its shard
+    const auto shards = assign_shards(n, labels.data(), spec(concentration, 0, OverlapMode::pool, 3));
+    const auto counts = class_counts(shards, labels);
+    double held = 0;
+    for (std::size_t u = 0; u < counts.size(); ++u) {
+      for (std::int64_t c : counts[u]) held += double(c) >= 0.05 * double(shards[u].size());
+    }
+    return held / double(counts.size());
+  };
+  EXPECT_LT(classes_held(0.05), 3.0);
+  EXPECT_EQ(classes_held(1e4), 10.0);
+  const auto iid = class_counts(assign_shards(n, labels.data(), spec(1e4, 0, OverlapMode::pool, 3)), labels);
+  for (const auto& c : iid) {
+    for (std::int64_t k : c) EXPECT_NEAR(double(k), 75.0, 5.0);
+  }
+  // Seeded: the same seed gives the same shards, another seed others.
+  EXPECT_EQ(assign_shards(n, labels.data(), spec(0.5, 0, OverlapMode::pool, 3)),
+            assign_shards(n, labels.data(), spec(0.5, 0, OverlapMode::pool, 3)));
+  EXPECT_NE(assign_shards(n, labels.data(), spec(0.5, 0, OverlapMode::pool, 3)),
+            assign_shards(n, labels.data(), spec(0.5, 0, OverlapMode::pool, 4)));
+  // Overlap on top: pool shares round(alpha N) samples with every owner; spread
+  // adds a draw of alpha of what each owner lacks.
+  const auto pool = assign_shards(n, labels.data(), spec(0.5, 0.25, OverlapMode::pool, 3));
+  EXPECT_NEAR(assignment_stats(n, pool).mean_overlap_fraction, 0.25, 1e-9);
+  const auto disjoint = assign_shards(n, labels.data(), spec(0.5, 0, OverlapMode::spread, 3));
+  const auto spread = assign_shards(n, labels.data(), spec(0.5, 0.5, OverlapMode::spread, 3));
+  EXPECT_EQ(assignment_stats(n, spread).covered, n);
+  for (std::size_t u = 0; u < spread.size(); ++u) {
+    const double lacks = double(n) - double(disjoint[u].size());
+    EXPECT_NEAR(double(spread[u].size()), double(disjoint[u].size()) + 0.5 * lacks, 1.0) << u;
+  }
+  // More owners than a skew this strong can feed: a message, not an empty shard.
+  AssignmentSpec starved = spec(1e-4, 0, OverlapMode::pool, 3);
+  starved.owners = 64;
+  try {
+    assign_shards(n, labels.data(), starved);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--dirichlet_alpha: '0.0001' left a shard owner without samples"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The Dirichlet draws come from Gamma(alpha) variates of the project's own
+// generator (std:: distributions differ between standard libraries).
+TEST(Assignment, GammaVariatesHaveTheirMeanAndVariance) {
+  for (double shape : {0.05, 0.5, 1.0, 3.7}) {
+    Rng rng = Rng::stream(11, 7);
+    const int n = 200000;
+    double sum = 0, sum2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const double x = rng.gamma(shape);
+      ASSERT_GE(x, 0.0);
+      sum += x;
+      sum2 += x * x;
+    }
+    const double mean = sum / n, var = sum2 / n - mean * mean;
+    EXPECT_NEAR(mean, shape, 0.02 * shape + 0.002) << shape;  // Gamma(k, 1): mean k, variance k
+    EXPECT_NEAR(var, shape, 0.06 * shape + 0.002) << shape;
   }
 }

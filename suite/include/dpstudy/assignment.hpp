@@ -18,12 +18,13 @@ struct AssignmentSpec {
   std::int64_t block_size = 64;
   DataOrder order = DataOrder::shuffled;
   std::uint64_t seed = 1;  // the data seed
+  double dirichlet_alpha = 0.0;  // > 0: label skew (fine units; docs/engine.md)
 };
 
 AssignmentSpec assignment_spec(const RunConfig& config);
 
 // Shards over positions 0..n-1 of the training set. `labels` (n values) is
-// needed for DataOrder::label only. Every position is in at least one shard and
+// needed for DataOrder::label and dirichlet_alpha > 0 only. Every position is in at least one shard and
 // no shard is empty; otherwise ConfigError (too few samples or blocks for the owners).
 std::vector<std::vector<std::int64_t>> assign_shards(std::int64_t n, const std::int64_t* labels,
                                                      const AssignmentSpec& spec);

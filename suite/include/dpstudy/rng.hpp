@@ -3,6 +3,7 @@
 // that must be reproducible bit for bit: shard assignment, samplers, fixtures.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -28,6 +29,31 @@ class Rng {
   // Uniform in [0, n); the modulo bias is below 2^-40 for the n used here.
   std::uint64_t below(std::uint64_t n) { return next() % n; }
   std::uint64_t state() const { return state_; }
+  // Uniform in [0, 1), 53 bits.
+  double uniform() { return double(next() >> 11) * 0x1.0p-53; }
+  // Standard normal (Marsaglia's polar method).
+  double normal() {
+    for (;;) {
+      const double u = 2 * uniform() - 1, v = 2 * uniform() - 1, s = u * u + v * v;
+      if (s > 0 && s < 1) return u * std::sqrt(-2 * std::log(s) / s);
+    }
+  }
+  // Gamma(shape, 1) (Marsaglia and Tsang 2000; shape < 1 by the boost
+  // Gamma(shape + 1) U^(1 / shape)).
+  double gamma(double shape) {
+    if (shape < 1) return gamma(shape + 1) * std::pow(uniform(), 1 / shape);
+    const double d = shape - 1.0 / 3, c = 1 / std::sqrt(9 * d);
+    for (;;) {
+      double x, v;
+      do {
+        x = normal();
+        v = 1 + c * x;
+      } while (v <= 0);
+      v = v * v * v;
+      const double u = uniform();
+      if (u < 1 - 0.0331 * x * x * x * x || std::log(u) < 0.5 * x * x + d * (1 - v + std::log(v))) return d * v;
+    }
+  }
 
   // Fisher-Yates shuffle.
   template <typename T>

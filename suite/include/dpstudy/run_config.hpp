@@ -48,6 +48,7 @@ struct RunConfig {
   Granularity granularity = Granularity::fine;
   std::int64_t block_size = 64;  // samples per unit with medium granularity
   DataOrder order = DataOrder::shuffled;
+  double dirichlet_alpha = 0.0;  // > 0: each class dealt in Dirichlet(alpha) proportions (fine units)
   ShardOwner shard_owner = ShardOwner::worker;
   // Synchronisation
   int sync_period = 1;               // H >= 1, or kNever (independent workers)

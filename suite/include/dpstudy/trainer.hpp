@@ -64,6 +64,18 @@ struct CheckpointPolicy {
   std::int64_t every_steps = 0;  // every this many steps (0: not by steps)
 };
 
+// The training positions of a run (its validation split held out: a seeded
+// fraction, the rest in stored order), those held out, and the shards of
+// dataset indices over the first (docs/engine.md, Data assignment). Throws
+// ConfigError when W b exceeds the training samples or the assignment cannot
+// be made (a study checks every run so before it starts).
+struct DataSplit {
+  std::vector<std::int64_t> train, val;
+  std::vector<std::vector<std::int64_t>> shards;
+  AssignmentStats stats;
+};
+DataSplit split_data(const RunConfig& config, const at::Tensor& train_y);
+
 class Trainer {
  public:
   // Validates the config against the data (W * b <= N, ...) and builds the
