@@ -83,6 +83,28 @@ class Layouts(TempFolderTest):
             with h5py.File(os.path.join(out, "s", "runs", runs[0]), "r") as f:
                 self.assertEqual(f["provenance"].attrs["processes"], per_run)
 
+    def test_label_skew_and_evaluations_at_averagings_give_the_same_bits(self):
+        # Shards drawn per class from Dirichlet(0.5), with evaluations after every
+        # world averaging, the households averaging in between: 1 process against 2 and 4.
+        args = ["--workers", "4", "--dirichlet_alpha", "0.5", "--overlap", "0.25", "--overlap_mode", "spread",
+                "--sync_period", "4", "--group_size", "2", "--group_sync_period", "2", "--eval_at_sync", "1",
+                "--seeds", "2"]
+        one = os.path.join(self.tmp, "skew1")
+        r, _ = self.study(one, 0, *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with h5py.File(os.path.join(one, "s", "index.h5"), "r") as f:
+            self.assertTrue(all(a == 0.5 for a in f["index"]["dirichlet_alpha"][()]))
+            self.assertTrue(all(0 <= a <= 1 for a in f["index"]["final_synced_test_accuracy"][()]))
+        for procs in (2, 4):
+            out = os.path.join(self.tmp, f"skew{procs}")
+            r, _ = self.study(out, procs, *args, "--procs_per_run", str(procs))
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            runs = assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))
+            self.assertEqual(len(runs), 2)
+            with h5py.File(os.path.join(out, "s", "runs", runs[0]), "r") as f:
+                at_sync = f["eval"]["step"][()][f["eval"]["synced"][()] == 1]
+            self.assertEqual(list(at_sync), [4, 8, 12, 16, 20, 24])  # the world averagings, 2 epochs of 12 steps
+
     def test_workers_side_by_side_give_one_thread_per_process_bits(self):
         # The laptop and the cluster: 4 workers in one process on 2 threads (--parallel
         # auto: side by side, each on one thread) against 2 processes of one thread each.
