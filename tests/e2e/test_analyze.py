@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -295,6 +296,16 @@ class Analyze(TempFolderTest):
                     self.assertIn(b"lr=0.05", content)
         out = self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap", "--output", "x.pdf", status=2)
         self.assertIn("must end in .png or .svg", out)
+        # A logarithmic x axis for keys swept over decades; a value of 0 cannot go on one.
+        log_plot = os.path.join(self.tmp, "log.svg")
+        self.analyze("plot", self.batch, "--kind", "summary", "--by", "batch_size", "--log_x", "--output", log_plot)
+        with open(log_plot) as f:
+            points = re.findall(r"#gpPt6' transform='translate\(([0-9.]+),", f.read())
+        x5, x10, x20 = sorted(float(x) for x in points)[:3]  # the batch sizes 5, 10, 20 (then the legend's mark)
+        self.assertAlmostEqual(x10 - x5, x20 - x10, delta=0.1)  # equal steps for equal ratios
+        out = self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap", "--log_x", "--output", log_plot,
+                           status=2)
+        self.assertIn("overlap = 0 cannot be placed on a logarithmic axis", out)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ struct Options {
   std::string command, metric = "final_test_accuracy", factor, baseline, format = "table", series = "test_accuracy",
                        x = "step", output, kind = "summary", throughput, interval = "ci95", style = "bars";
   std::vector<std::string> dirs, where, by, within, factors;
-  bool include_diverged = false;
+  bool include_diverged = false, log_x = false;
   double effect = 0, target = std::nan(""), alpha = 0.05, power = 0.8;
 };
 
@@ -675,6 +675,11 @@ void plot(const Runs& r, const Options& o) {
           off_axis.insert(g.key_values[0]);
           continue;
         }
+        if (o.log_x && !(std::strtod(g.key_values[0].c_str(), nullptr) > 0)) {
+          throw UsageError("plot --log_x: " + o.by[0] + " = " + g.key_values[0] +
+                           " cannot be placed on a logarithmic axis (values must be > 0); leave it out with --where " +
+                           o.by[0] + ">0");
+        }
         const stats::Describe d = stats::describe(finite(metric_values(r, g.runs, o.metric)));
         if (d.n == 0) continue;
         const auto [lo, hi] = interval_ends(d, o.interval);
@@ -697,6 +702,7 @@ void plot(const Runs& r, const Options& o) {
     script << "set xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "'\nset ylabel '" << with_unit(o.metric, metric_unit(r, o.metric))
            << "'\nset title " << plot_title(o.metric + ": " + mean_and(o) + " over seeds", o) << "\n"
            << "set offsets graph 0.05, graph 0.05, 0, 0\nset xlabel noenhanced\nset ylabel noenhanced\nset key noenhanced\n";
+    if (o.log_x) script << "set logscale x 10\n";
     if (data.str().find_first_not_of("\n") == std::string::npos && !off_axis.empty()) {
       std::string values;
       for (const std::string& x : off_axis) values += (values.empty() ? "" : ", ") + x;
@@ -892,6 +898,7 @@ int main(int argc, char** argv) {
         "factors", po::value(&factors), "anova: the factors, comma-separated (2 to 4)")(
         "baseline", po::value(&o.baseline), "compare / power: compare every level with this one only")(
         "include_diverged", po::bool_switch(&o.include_diverged), "keep diverged and failed runs")(
+        "log_x", po::bool_switch(&o.log_x), "plot --kind summary: a logarithmic x axis (the key's values must be > 0)")(
         "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv or json")(
         "effect", po::value(&o.effect), "power: seeds needed to detect this standardised effect d")(
         "alpha", po::value(&o.alpha)->default_value(0.05, "0.05"), "power: significance level")(
