@@ -9,6 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <utility>
+
 #include "dpstudy/config.hpp"
 #if DPSTUDY_WITH_MPI
 #include <mpi.h>
@@ -89,14 +95,52 @@ std::string host_name() {
   return host;
 }
 
-int usable_cpus() {
+std::vector<int> usable_cpu_list() {
+  std::vector<int> out;
 #ifdef __linux__
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) out.push_back(c);
+    }
+  }
 #endif
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  return online > 0 ? int(online) : 1;
+  if (out.empty()) out = online_cpu_list();
+  return out;
 }
+
+std::vector<int> online_cpu_list() {
+  // "0-3,8-11": ranges and single CPUs, comma separated.
+  std::vector<int> out;
+  std::ifstream in("/sys/devices/system/cpu/online");
+  std::string text;
+  std::getline(in, text);
+  std::istringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const std::size_t dash = item.find('-');
+    const int first = std::atoi(item.c_str()), last = dash == std::string::npos ? first : std::atoi(item.c_str() + dash + 1);
+    for (int c = first; c <= last && !item.empty(); ++c) out.push_back(c);
+  }
+  if (out.empty()) {
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int c = 0; c < std::max(1L, n); ++c) out.push_back(c);
+  }
+  return out;
+}
+
+int physical_cores(const std::vector<int>& cpus, const std::string& sysfs) {
+  std::set<std::pair<long, long>> cores;
+  for (int c : cpus) {
+    const std::string dir = sysfs + "/cpu" + std::to_string(c) + "/topology/";
+    std::ifstream core(dir + "core_id"), package(dir + "physical_package_id");
+    long core_id = -1, package_id = -1;
+    if (!(core >> core_id) || !(package >> package_id)) return int(cpus.size());
+    cores.emplace(package_id, core_id);
+  }
+  return std::max(1, int(cores.size()));
+}
+
 
 }  // namespace dpstudy

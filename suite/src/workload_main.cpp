@@ -874,8 +874,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       // each of up to 2 processes to one core by default. One process alone
       // takes every core it may run on (LibTorch's own default can be fewer:
       // 1 on this project's 2-core VM); its workers side by side, the bits do
-      // not depend on it.
-      at::set_num_threads(std::max(1, std::min(usable_cpus(), cores / session.local_size())));
+      // not depend on it. Physical cores: two hardware threads of one core
+      // (SMT) share its arithmetic units, and PyTorch counts so too.
+      const int node_cores = physical_cores(online_cpu_list());
+      const int my_cores = physical_cores(usable_cpu_list());
+      at::set_num_threads(std::max(1, std::min(my_cores, node_cores / session.local_size())));
     }
     // The process's threads from here on; a Trainer with its workers side by
     // side sets LibTorch's own count to 1 while it trains.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace dpstudy {
 
@@ -23,7 +24,13 @@ std::string mpi_library_version();  // "none" when built without MPI
 // This machine's name (gethostname), "unknown" if it has none.
 std::string host_name();
 // The CPUs this process may run on (its affinity mask: mpirun's binding, a
-// cpuset, taskset); the online CPUs if that cannot be read.
-int usable_cpus();
+// cpuset, taskset; the online CPUs if that cannot be read), and the node's
+// online CPUs (/sys/devices/system/cpu/online), by number.
+std::vector<int> usable_cpu_list();
+std::vector<int> online_cpu_list();
+// The physical cores those CPUs belong to: their distinct (package, core)
+// pairs in <sysfs>/cpuN/topology, so that two hardware threads of one core
+// (SMT) count once; cpus.size() where the topology cannot be read.
+int physical_cores(const std::vector<int>& cpus, const std::string& sysfs = "/sys/devices/system/cpu");
 
 }  // namespace dpstudy

@@ -1,0 +1,48 @@
+// The default thread count's inputs: which CPUs this process may use and how
+// many physical cores they are, read from a sysfs topology tree.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "dpstudy/runtime_info.hpp"
+#include "test_support.hpp"
+
+using namespace dpstudy;
+using namespace dpstudy::test;
+
+namespace {
+
+// <root>/cpuN/topology/{core_id,physical_package_id}, as Linux lays them out.
+void write_cpu(const std::string& root, int cpu, int core, int package) {
+  const std::string dir = root + "/cpu" + std::to_string(cpu) + "/topology";
+  make_dirs(dir);
+  std::ofstream(dir + "/core_id") << core << "\n";
+  std::ofstream(dir + "/physical_package_id") << package << "\n";
+}
+
+}  // namespace
+
+TEST(RuntimeInfo, HardwareThreadsOfOneCoreCountOnce) {
+  ScratchDir dir;
+  const std::string root = dir.str();
+  // Two packages of two cores, two hardware threads each (SMT), numbered as
+  // Linux often does: cpu0-3 the first threads, cpu4-7 their siblings.
+  for (int cpu = 0; cpu < 8; ++cpu) write_cpu(root, cpu, cpu % 2, (cpu / 2) % 2);
+  EXPECT_EQ(physical_cores({0, 1, 2, 3, 4, 5, 6, 7}, root), 4);
+  EXPECT_EQ(physical_cores({0, 4}, root), 1);     // a process bound to one core and its sibling
+  EXPECT_EQ(physical_cores({0, 1, 2, 3}, root), 4);
+  EXPECT_EQ(physical_cores({1, 3}, root), 2);     // core 1 of each package: the ids repeat per package
+  // Without a readable topology (a container hiding sysfs): every CPU counts.
+  EXPECT_EQ(physical_cores({0, 1, 9}, root), 3);
+}
+
+TEST(RuntimeInfo, ThisProcessMayRunOnSomeOfTheOnlineCpus) {
+  const std::vector<int> online = online_cpu_list(), mine = usable_cpu_list();
+  ASSERT_FALSE(online.empty());
+  ASSERT_FALSE(mine.empty());
+  for (int c : mine) EXPECT_NE(std::find(online.begin(), online.end(), c), online.end()) << c;
+  const int cores = physical_cores(mine);
+  EXPECT_GE(cores, 1);
+  EXPECT_LE(cores, int(mine.size()));
+}
