@@ -173,9 +173,9 @@ bool ClaimQueue::is_stale(const std::string& path, double stale_after_s) {
 
 namespace {
 
-// What tells one claim file from another that replaced it at the same path: a
-// new claim may get the freed inode number back, but not also the same text
-// (its holder's host and pid) and modification time.
+// What tells one claim (or take-over token) file from another that replaced it
+// at the same path: a new one may get the freed inode number back, but not also
+// the same text (its holder's host and pid) and modification time.
 struct FileIdentity {
   bool exists = false;
   dev_t dev = 0;
@@ -199,10 +199,6 @@ FileIdentity identify(const std::string& path) {
   id.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   return id;
 }
-
-}  // namespace
-
-namespace {
 
 // Removes `path` if it is still the file `seen`, as one step against others
 // doing the same: renamed aside (atomic: one of them gets it) and compared; a
@@ -239,7 +235,10 @@ bool ClaimQueue::take_over(const std::string& path, double stale_after_s, const 
     }
   }
   if (after_look) after_look();
-  const bool taken = is_stale(path, stale_after_s) && ::unlink(path.c_str()) == 0;
+  // Removed only if still the file judged stale: a holder that was merely slow
+  // (stale by age) may give its claim up this instant and a new job claim anew.
+  const FileIdentity seen = identify(path);
+  const bool taken = seen.exists && is_stale(path, stale_after_s) && remove_if_same(path, seen);
   ::unlink(token.c_str());
   return taken;
 }
