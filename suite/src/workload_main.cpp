@@ -924,9 +924,10 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                               std::to_string(global) + " exceeds the " + std::to_string(n) + " training samples");
       }
       p.cost = (n / global) * p.config.epochs * global;
-      // A label-skewed assignment may leave an owner without samples: found
-      // now, not when the run's turn comes (the data decide, so only if here).
-      if (p.config.dirichlet_alpha > 0 && data.count(ds)) {
+      // A label-skewed assignment, or fewer medium blocks than owners, may leave
+      // an owner without samples: found now, not when the run's turn comes
+      // (the data decide, so only if they are here).
+      if ((p.config.dirichlet_alpha > 0 || p.config.granularity == Granularity::medium) && data.count(ds)) {
         try {
           (void)split_data(p.config, data[ds].train_y);
         } catch (const ConfigError& e) {
