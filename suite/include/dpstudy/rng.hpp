@@ -38,8 +38,8 @@ class Rng {
       if (s > 0 && s < 1) return u * std::sqrt(-2 * std::log(s) / s);
     }
   }
-  // Gamma(shape, 1) (Marsaglia and Tsang 2000; shape < 1 by the boost
-  // Gamma(shape + 1) U^(1 / shape)).
+  // Gamma(shape, 1) (Marsaglia and Tsang 2000); a shape below 1 as
+  // Gamma(shape + 1) U^(1 / shape), their remedy for it.
   double gamma(double shape) {
     if (shape < 1) return gamma(shape + 1) * std::pow(uniform(), 1 / shape);
     const double d = shape - 1.0 / 3, c = 1 / std::sqrt(9 * d);
