@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 
+#include "dpstudy/model_factory.hpp"
 #include "dpstudy/run_config.hpp"
 
 namespace dpstudy {
@@ -19,10 +20,6 @@ class Model : public torch::nn::Module {
  public:
   virtual at::Tensor forward(const at::Tensor& x) = 0;
 };
-
-// Builds a fresh model. Called under a seeded torch generator for the initial
-// weights; must draw the same random numbers every time it is called.
-using ModelFactory = std::function<std::shared_ptr<Model>()>;
 
 class Replica {
  public:

@@ -1,0 +1,270 @@
+// A workload executable's command line and study file, read into a Request.
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "dpstudy/build_info.hpp"
+#include "dpstudy/error.hpp"
+#include "dpstudy/options.hpp"
+#include "dpstudy/runtime_info.hpp"
+#include "dpstudy/workload.hpp"
+#include "job.hpp"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace dpstudy {
+namespace {
+
+using Sections = std::vector<const po::options_description*>;
+
+struct Descriptions {
+  po::options_description general{"General"}, study{"Study (docs/studies.md)"},
+      search{"Metaparameter search (docs/studies.md)"},
+      speed{"Throughput mode (docs/performance.md); Google Benchmark's --benchmark_* flags apply"};
+};
+
+void describe(Descriptions& d, JobOptions& g) {
+  d.general.add_options()("help,h", "show this help")(
+      "version", "print the version and the features of this build (MPI, CUDA), then exit")(
+      "data_dir", po::value(&g.data_dir), "look here first for datasets (see docs/datasets.md)")(
+      "threads", po::value(&g.threads)->default_value(0),
+      "threads per process (0: the cores it may run on; under mpirun the node's cores shared among its "
+      "processes, at most the cores a process is bound to). The bits depend on it only where a process has "
+      "fewer workers than threads (--parallel, docs/engine.md)")(
+      "parallel", po::value(&g.parallel)->default_value("auto"),
+      "how a process uses its threads: workers (its workers side by side, one thread each: the bits do not "
+      "depend on --threads), operations (one worker at a time, each operation on all threads), auto (workers "
+      "when the process has at least as many workers as threads). CPU only (docs/engine.md)")(
+      "device", po::value(&g.device)->default_value("auto"),
+      "auto (a GPU when there is one, each MPI process the GPU of its local rank), cpu or cuda")(
+      "deterministic", po::value(&g.deterministic)->default_value(true),
+      "deterministic algorithms (ATen, cuDNN); recorded in provenance")(
+      "quiet", po::bool_switch(&g.quiet), "print only results and errors")(
+      "verbose", po::bool_switch(&g.verbose), "also print each run's config and data assignment")(
+      "expect_accuracy", po::value(&g.expect_accuracy),
+      "correctness check: exit 3 unless every run's final test accuracy is at least this fraction");
+  d.study.add_options()("study", po::value(&g.study_file), "study file (INI); the command line wins over it")(
+      "reproduce", po::value(&g.reproduce),
+      "RUN_FILE.h5: train that run again from the config stored in it, under results/reproduce-<run id>, and "
+      "compare every metric bit for bit (exit 4 when any differs)")(
+      "name", po::value<std::string>(), "study name (default: the study file's name, or the workload's)")(
+      "seeds", po::value<std::string>(), "a count n (seeds 1..n) or a list of seeds")(
+      "exclude", po::value<std::string>(), "combinations to drop, e.g. \"sync_period=1 & overlap>0; workers=1\"")(
+      "output", po::value(&g.output), "results root: <output>/<study>/ (default: results)")(
+      "force", po::bool_switch(&g.force), "rerun runs that are already complete")(
+      "dry_run", po::bool_switch(&g.dry_run), "print the run list and the estimated cost, run nothing")(
+      "rebuild_index", po::bool_switch(&g.rebuild_index), "rebuild <output>/<study>/index.h5 from the run files")(
+      "checkpoint_interval", po::value(&g.checkpoint_interval)->default_value(300),
+      "save a running run's full state every this many seconds (0: never)")(
+      "checkpoint_steps", po::value(&g.checkpoint_steps)->default_value(0),
+      "also every this many steps (0: not by steps)")(
+      "procs_per_run", po::value(&g.procs_per_run)->default_value(0),
+      "under mpirun: processes per run (0: the largest power of two <= min(workers, processes) dividing workers)")(
+      "claim_timeout", po::value(&g.claim_timeout)->default_value(600),
+      "several jobs on one study: seconds after which a claim on a run that its job stopped refreshing is "
+      "stale and the run is taken over (docs/mpi.md)")(
+      "placement", po::value(&g.placement)->default_value("dynamic"),
+      "under mpirun: dynamic (groups of processes take the next run as they become free) or static (placed "
+      "in advance from estimated costs); runs of several sizes: groups of the largest split as its runs "
+      "run out (docs/mpi.md)");
+  d.speed.add_options()("mode", po::value(&g.mode)->default_value("train"),
+                        "train: run the study; throughput: time training steps per sweep point with Google Benchmark")(
+      "warmup_steps", po::value(&g.warmup_steps)->default_value(0),
+      "throughput: untimed steps before timing (0: one sync period)")(
+      "iterations", po::value(&g.iterations)->default_value(0),
+      "throughput: timed periods per benchmark (0: Google Benchmark decides; 10 under MPI)");
+  d.search.add_options()("search", po::value<std::string>(), "sobol, random or grid: trials per combination")(
+      "trials", po::value<std::string>(), "search: trials per combination of the other axes")(
+      "search_skip", po::value<std::string>(),
+      "sobol: leading points skipped (default 0; Boost's sequence starts at 0.5, not the origin)")(
+      "search_seed", po::value<std::string>(), "random: the generator's seed (default 1)")(
+      "search_lr", po::value<std::string>(), "LOW:HIGH, log scale")(
+      "search_momentum", po::value<std::string>(), "LOW:HIGH, log scale in 1 - momentum")(
+      "search_lr_end_factor", po::value<std::string>(), "LOW:HIGH, log scale")(
+      "search_weight_decay", po::value<std::string>(), "LOW:HIGH, log scale")(
+      "search_lr_decay_steps", po::value<std::string>(), "LOW:HIGH, whole steps");
+}
+
+void check(const JobOptions& g) {
+  if (g.mode != "train" && g.mode != "throughput") throw ConfigError("mode", g.mode, "is not one of: train, throughput");
+  if (g.procs_per_run < 0) {
+    throw ConfigError("procs_per_run", std::to_string(g.procs_per_run), "must be >= 0 (0: the default)");
+  }
+  if (!(g.checkpoint_interval >= 0) || !std::isfinite(g.checkpoint_interval)) {
+    throw ConfigError("checkpoint_interval", to_text(g.checkpoint_interval), "must be a number of seconds >= 0 (0: never)");
+  }
+  if (g.checkpoint_steps < 0) {
+    throw ConfigError("checkpoint_steps", std::to_string(g.checkpoint_steps), "must be >= 0 (0: not by steps)");
+  }
+  if (!(g.claim_timeout > 0) || !std::isfinite(g.claim_timeout)) {
+    throw ConfigError("claim_timeout", to_text(g.claim_timeout), "must be a number of seconds > 0");
+  }
+  if (g.placement != "dynamic" && g.placement != "static") {
+    throw ConfigError("placement", g.placement, "is not one of: dynamic, static");
+  }
+  if (g.mode == "throughput" && g.dry_run) {
+    throw UsageError("--dry_run does nothing in throughput mode: list its benchmarks with --benchmark_list_tests=true");
+  }
+  if (g.warmup_steps < 0) throw ConfigError("warmup_steps", std::to_string(g.warmup_steps), "must be >= 0");
+  if (g.iterations < 0) throw ConfigError("iterations", std::to_string(g.iterations), "must be >= 0");
+  if (!g.benchmark_flags.empty() && g.mode != "throughput") {
+    throw UsageError("'" + g.benchmark_flags.front() + "' is a Google Benchmark flag: it needs --mode throughput");
+  }
+  if (g.threads < 0) throw ConfigError("threads", std::to_string(g.threads), "must be >= 0");
+}
+
+// A study file not found as given is looked for among the shipped ones: the
+// source tree's studies/, then the installed <prefix>/share/dpstudy/studies.
+std::string find_study_file(const std::string& given) {
+  std::error_code ec;
+  if (fs::exists(given, ec) || fs::path(given).filename() != fs::path(given)) return given;
+  for (const std::string& dir : {build_info().source_dir + "/studies", installed_share_dir() + "/studies"}) {
+    if (fs::exists(fs::path(dir) / given, ec)) return (fs::path(dir) / given).string();
+  }
+  return given;
+}
+
+}  // namespace
+
+std::optional<Request> read_request(int argc, char** argv, const Workload& workload) {
+  const std::string prog = "dpstudy-" + workload.name;
+  Request r;
+  JobOptions& g = r.options;
+  Descriptions d;
+  describe(d, g);
+  RunOptions run_help(workload.defaults);
+  po::options_description model_help("Model");
+  if (workload.model_options) workload.model_options(model_help);
+
+  // Every run and model key, as text: a study gives lists, resolved per run by plan_runs.
+  for (const po::options_description* o : Sections{&run_help.description(), &model_help}) {
+    for (const auto& opt : o->options()) r.keys.push_back(opt->long_name());
+  }
+  const std::vector<std::string>& keys = r.keys;
+  po::options_description raw;
+  for (const auto& k : keys) raw.add_options()(k.c_str(), po::value<std::string>());
+  po::options_description cli;
+  cli.add(d.general).add(d.study).add(d.search).add(d.speed).add(raw);
+  std::vector<std::string> cli_args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    (a.rfind("--benchmark_", 0) == 0 ? g.benchmark_flags : cli_args).push_back(a);
+  }
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(cli_args).options(cli).run(), vm);
+  } catch (const po::unknown_option& e) {
+    std::vector<std::string> all = keys;
+    for (const po::options_description* o : Sections{&d.general, &d.study, &d.search, &d.speed}) {
+      for (const auto& opt : o->options()) all.push_back(opt->long_name());
+    }
+    std::string bad = e.get_option_name();
+    while (!bad.empty() && bad[0] == '-') bad.erase(0, 1);
+    throw UsageError("unrecognised option '--" + bad + "'; did you mean --" + closest_key(bad, all) + "?");
+  }
+  if (vm.count("version")) {
+    const BuildInfo b = build_info();
+    std::printf("%s dpstudy %s commit %s libtorch %s mpi %s cuda %s\n", prog.c_str(), b.version.c_str(),
+                b.git_commit.c_str(), torch_version().c_str(), b.with_mpi ? "on" : "off", b.with_cuda ? "on" : "off");
+    return std::nullopt;
+  }
+  if (vm.count("help")) {
+    po::options_description all(prog + " [--key value]...: " + workload.summary);
+    all.add(d.general).add(d.study).add(d.search).add(d.speed).add(run_help.description()).add(model_help);
+    std::cout << all << "\nDefinitions and formulas: docs/engine.md; studies: docs/studies.md\n";
+    return std::nullopt;
+  }
+  po::notify(vm);
+  g.expect_given = vm.count("expect_accuracy") > 0;
+  g.threads_given = !vm["threads"].defaulted();
+  g.parallel_given = !vm["parallel"].defaulted();
+  check(g);
+
+  // Study file first, then the command line on top.
+  std::vector<std::string> study_keys = keys;
+  for (const char* k : {"name", "seeds", "exclude", "workload"}) study_keys.push_back(k);
+  for (const auto& k : search_keys()) study_keys.push_back(k);
+  RawValues values;
+  if (!g.study_file.empty()) {
+    g.study_file = find_study_file(g.study_file);
+    values = read_study_file(g.study_file, study_keys, &r.study_text, workload.name);
+  }
+  if (!g.reproduce.empty()) {
+    if (!g.study_file.empty()) throw UsageError("--reproduce takes the run's config from its file: drop --study");
+    for (const auto& k : study_keys) {
+      if (vm.count(k)) {
+        throw UsageError("--reproduce takes every run key from the run file: drop --" + k +
+                         " (a changed run is not a reproduction; to vary it, run a study)");
+      }
+    }
+    r.stored = read_stored_run(g.reproduce, workload.name, keys);
+    values = r.stored.values;
+    values.emplace_back("name", "reproduce-" + r.stored.run_id);
+    r.study_text = r.stored.study_text;
+    g.force = true;  // train it again even if an earlier reproduction is there
+  }
+  for (const auto& k : study_keys) {
+    if (!vm.count(k)) continue;
+    const std::string v = vm[k].as<std::string>();
+    auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
+    if (it != values.end()) {
+      it->second = v;
+    } else {
+      values.emplace_back(k, v);
+    }
+  }
+  auto take = [&](const std::string& k) {
+    std::string v;
+    auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
+    if (it != values.end()) {
+      v = it->second;
+      values.erase(it);
+    }
+    return v;
+  };
+  take("workload");  // checked by read_study_file: a study says which workloads it was written for
+  r.name = take("name");
+  const std::string seeds = take("seeds");
+  const std::string exclude = take("exclude");
+  RawValues search_values;
+  for (const auto& k : search_keys()) {
+    const std::string v = take(k);
+    if (!v.empty()) search_values.emplace_back(k, v);
+  }
+  const SearchSpec search_spec = parse_search(search_values);
+  r.searched = !search_spec.method.empty();
+  r.trials = r.searched ? search_trials(search_spec) : std::vector<RawValues>{RawValues{}};
+
+  std::vector<std::string> list_keys = workload.list_keys;
+  list_keys.push_back("lr_milestones");
+  for (const auto& k : keys) {
+    auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
+    if (it == values.end()) continue;
+    if (k == "seed" && !seeds.empty()) throw ConfigError("seeds", seeds, "cannot be combined with --seed");
+    const bool is_list = std::find(list_keys.begin(), list_keys.end(), k) != list_keys.end();
+    r.axes.emplace_back(k, split_axis(k, it->second, is_list));
+  }
+  if (!seeds.empty()) r.axes.emplace_back("seed", expand_seeds(seeds));
+  for (const auto& [k, v] : r.axes) {
+    if (v.size() > 1) r.swept.push_back(k);
+    for (const auto& dim : search_spec.dims) {
+      if (dim.key == k) throw ConfigError("search_" + k, "", "conflicts with the " + k + " key: give one of the two");
+    }
+  }
+  if (r.searched) {
+    for (const auto& dim : search_spec.dims) r.swept.push_back(dim.key);
+    r.swept.push_back("trial");
+  }
+  r.rules = parse_exclude(exclude, keys);
+  r.study_mode = !g.study_file.empty() || vm.count("output") || !r.swept.empty() || g.dry_run || g.rebuild_index;
+  if (r.name.empty()) r.name = g.study_file.empty() ? workload.name : fs::path(g.study_file).stem().string();
+  r.study_dir = (fs::path(g.output) / r.name).string();
+  return r;
+}
+
+}  // namespace dpstudy

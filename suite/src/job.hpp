@@ -1,0 +1,123 @@
+// One invocation of a workload executable (a "job"), from its command line to
+// its runs. workload_main() takes it through one file per step:
+//   command_line.cpp  options and study file -> Request
+//   study_plan.cpp    Request -> the runs, each config resolved and checked
+//   workload_main.cpp device, threads, data; one run on the console
+//   study_job.cpp     a study: resume, placement, claims, run files, index
+//   study_dry_run.cpp --dry_run's tables
+//   throughput_mode.cpp, reproduce.cpp: --mode throughput, --reproduce
+// Private to the library; this header stays free of LibTorch's.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dpstudy/model_factory.hpp"
+#include "dpstudy/run_config.hpp"
+#include "dpstudy/schedule.hpp"
+#include "dpstudy/study.hpp"
+
+namespace dpstudy {
+
+struct Workload;
+
+// The executable's own options (not run keys), as given.
+struct JobOptions {
+  std::string data_dir, study_file, output = "results", device = "auto", reproduce;
+  bool deterministic = true;
+  int threads = 0;
+  std::string parallel = "auto";  // Parallelism, checked when the options are read
+  double expect_accuracy = -1;
+  bool expect_given = false;  // --expect_accuracy given: a check to make
+  bool quiet = false, verbose = false, force = false, dry_run = false, rebuild_index = false;
+  bool threads_given = false, parallel_given = false;  // not their defaults (--reproduce takes the file's)
+  int procs_per_run = 0;
+  std::string placement = "dynamic";
+  double checkpoint_interval = 300;
+  std::int64_t checkpoint_steps = 0;
+  double claim_timeout = 600;
+  std::string mode = "train";
+  std::int64_t warmup_steps = 0, iterations = 0;
+  std::vector<std::string> benchmark_flags;  // --benchmark_*, for Google Benchmark untouched
+};
+
+// --reproduce: a run file's stored config as the values of a one-run study.
+struct StoredRun {
+  RawValues values;
+  std::string run_id, study_text;
+  std::int64_t trial = -1;          // a search trial's id, part of its run id
+  std::vector<std::string> absent;  // options the file has no value for (newer than it)
+  std::int64_t threads = 0;         // intra-op threads per process it ran with (provenance)
+  std::string parallel;             // workers or operations; empty in files older than the option
+};
+
+// What the command line and the study file ask for.
+struct Request {
+  JobOptions options;
+  std::vector<std::string> keys;  // every run and model key of the workload
+  std::vector<std::pair<std::string, std::vector<std::string>>> axes;  // declaration order, seeds last
+  std::vector<std::string> swept;                                      // keys of more than one value
+  std::vector<RawValues> trials;  // a search's trials; one empty one without a search
+  bool searched = false;
+  std::vector<ExcludeRule> rules;
+  std::string name, study_dir, study_text;
+  bool study_mode = false;  // results in <output>/<name>/, or one run on the console
+  StoredRun stored;         // with --reproduce
+};
+
+// nullopt when --help or --version printed all there was to do.
+std::optional<Request> read_request(int argc, char** argv, const Workload& workload);
+
+struct PlannedRun {
+  RawValues values;
+  RunConfig config;
+  ModelFactory factory;
+  KeyValues key_values;
+  std::string id;
+  std::int64_t cost = 0;  // sample-gradients: steps x W b; set once the data's size is known
+};
+
+struct Plan {
+  std::vector<PlannedRun> runs;  // one per distinct run id
+  std::size_t excluded = 0;      // combinations --exclude dropped
+};
+
+// Every combination resolved now: bad values are reported before anything runs.
+Plan plan_runs(const Request& request, const Workload& workload);
+
+// "key=value ..." of the swept keys, "-" when none is.
+std::string axes_text(const RawValues& values, const std::vector<std::string>& swept);
+
+// The processes a run takes (--procs_per_run, or the default), checked against
+// the job and the run's worker groups.
+int procs_for_run(const RunConfig& c, int requested, int world);
+
+StoredRun read_stored_run(const std::string& path, const std::string& workload, const std::vector<std::string>& keys);
+
+// The verdict of --reproduce, printed by the study's lead process: 0 when every
+// metric is the same bit for bit, 4 when any differs.
+int report_reproduction(const std::string& reference, const StoredRun& stored, const std::string& id,
+                        const std::string& runs_dir);
+
+// --dry_run: what a study would do, printed by its lead process.
+struct DryRun {
+  const Request* request = nullptr;
+  const Plan* plan = nullptr;
+  std::vector<std::int64_t> state;  // RunFileState per run
+  std::size_t complete = 0;         // runs with a complete file
+  double measured_rate = 0;         // mean samples/s of the complete runs
+  std::size_t side_by_side = 0;     // runs with their workers side by side (--parallel)
+  int threads = 0, processes = 1;
+  std::vector<std::string> data_notes;  // datasets not here, costs assumed
+  std::set<std::string> resumable;      // run ids with checkpoints
+  std::vector<int> procs;               // per run to do
+  std::vector<Placement> schedule;
+  bool dynamic = false;
+};
+void print_dry_run(const DryRun& d);
+
+}  // namespace dpstudy

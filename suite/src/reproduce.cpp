@@ -1,0 +1,120 @@
+// --reproduce: a run file's stored config read back as a one-run study, and
+// the verdict comparing the run trained again with it. A stored key that is no
+// option of this workload (a file of another dpstudy version) cannot be reproduced.
+#include <algorithm>
+#include <cstdio>
+
+#include "dpstudy/error.hpp"
+#include "dpstudy/hdf5.hpp"
+#include "dpstudy/results.hpp"
+#include "job.hpp"
+
+namespace dpstudy {
+
+StoredRun read_stored_run(const std::string& path, const std::string& workload, const std::vector<std::string>& keys) {
+  std::string detail;
+  const RunFileState state = inspect_run_file(path, &detail, /*any_name=*/true);
+  if (state == RunFileState::missing) throw UsageError("--reproduce: " + path + ": no such run file");
+  if (state != RunFileState::complete) {
+    throw UsageError("--reproduce: " + path + " is not a complete run file (" + detail + ")");
+  }
+  const h5::File f = h5::File::open_read(path);
+  const h5::Group root = f.root();
+  const std::string theirs = root.get_string("workload");
+  if (theirs != workload) {
+    throw UsageError("--reproduce: " + path + " is a run of the " + theirs + " workload; reproduce it with dpstudy-" +
+                     theirs);
+  }
+  StoredRun out;
+  out.run_id = root.get_string("run_id");
+  const h5::Group config = root.open_group("config");
+  for (const std::string& k : config.attr_names()) {
+    if (k == "study_text") {
+      out.study_text = config.get_string(k);
+    } else if (k == "trial") {
+      out.trial = config.get_int(k);
+    } else if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+      throw UsageError("--reproduce: " + path + ": its config key '" + k +
+                       "' is no option of this dpstudy (the file comes from another version), so the run cannot be "
+                       "reproduced here");
+    } else if (config.attr_kind(k) == 's') {
+      // An empty list (no lr_milestones) is every workload's default; a study cannot spell it.
+      if (!config.get_string(k).empty()) out.values.emplace_back(k, config.get_string(k));
+    } else if (config.attr_kind(k) == 'i') {
+      const std::int64_t v = config.get_int(k);
+      const bool period = k == "sync_period" || k == "group_sync_period";
+      out.values.emplace_back(k, period && v == kNever ? "never"
+                                 : k == "seed"         ? std::to_string(std::uint64_t(v))
+                                                       : std::to_string(v));
+    } else {
+      out.values.emplace_back(k, to_text(ConfigValue(config.get_double(k))));
+    }
+  }
+  for (const std::string& k : keys) {
+    if (!config.has_attr(k)) out.absent.push_back(k);
+  }
+  const h5::Group prov = root.open_group("provenance");
+  if (prov.has_attr("threads") && prov.attr_kind("threads") == 'i') out.threads = prov.get_int("threads");
+  if (prov.has_attr("parallel") && prov.attr_kind("parallel") == 's') out.parallel = prov.get_string("parallel");
+  return out;
+}
+
+namespace {
+
+// A run file's provenance item as text ("-" when it has none).
+std::string provenance_item(const std::string& path, const std::string& key) {
+  const h5::File f = h5::File::open_read(path);
+  const h5::Group prov = f.root().open_group("provenance");
+  if (!prov.has_attr(key)) return "-";
+  switch (prov.attr_kind(key)) {
+    case 's': return prov.get_string(key);
+    case 'i': return std::to_string(prov.get_int(key));
+    default: return to_text(ConfigValue(prov.get_double(key)));
+  }
+}
+
+}  // namespace
+
+int report_reproduction(const std::string& reference, const StoredRun& stored, const std::string& id,
+                        const std::string& runs_dir) {
+  const std::string mine = runs_dir + "/" + id + ".h5";
+  if (id != stored.run_id) {
+    std::printf("# note: this dpstudy gives the stored config the run id %s, the file says %s (ids were computed "
+                "differently by the version that wrote it); the comparison below still holds\n",
+                id.c_str(), stored.run_id.c_str());
+  }
+  for (const std::string& k : stored.absent) {
+    std::printf("# note: the run file has no value for %s (an option newer than the file): the default was used\n",
+                k.c_str());
+  }
+  // Where each ran: what explains a difference, if there is one.
+  std::printf("# provenance: reference -> reproduced\n");
+  for (const char* k : {"dpstudy_version", "git_commit", "libtorch", "blas", "mpi_library", "hostname", "processes",
+                        "threads", "parallel", "device", "deterministic"}) {
+    const std::string a = provenance_item(reference, k), b = provenance_item(mine, k);
+    std::printf("  %-16s  %s\n", k, (a == b ? "same: " + a : a + " -> " + b).c_str());
+  }
+  RunComparison c = compare_run_files(reference, mine);
+  if (!c.not_in_reference.empty()) {
+    std::string items;
+    for (const std::string& n : c.not_in_reference) items += (items.empty() ? "" : ", ") + n;
+    std::printf("# not compared, recorded only by the newer dpstudy: %s\n", items.c_str());
+  }
+  for (const std::string& d : c.config_differences) {
+    const bool newer = std::any_of(stored.absent.begin(), stored.absent.end(),
+                                   [&](const std::string& k) { return d.rfind("config@" + k + ":", 0) == 0; });
+    if (!newer) c.differences.push_back(d);  // the run was not trained as stored: not a reproduction
+  }
+  if (c.differences.empty()) {
+    std::printf("# reproduce: identical: all %zu metric datasets and attributes of run %s agree bit for bit (%s)\n",
+                c.compared, stored.run_id.c_str(), mine.c_str());
+    return 0;
+  }
+  std::printf("# reproduce: DIFFERENT: %zu of %zu metric datasets and attributes differ (%s against %s):\n",
+              c.differences.size(), c.compared, mine.c_str(), reference.c_str());
+  for (std::size_t i = 0; i < c.differences.size() && i < 20; ++i) std::printf("#   %s\n", c.differences[i].c_str());
+  if (c.differences.size() > 20) std::printf("#   ... and %zu more\n", c.differences.size() - 20);
+  return 4;
+}
+
+}  // namespace dpstudy

@@ -1,0 +1,98 @@
+// --dry_run: a study's runs, their state, the schedule and the estimated cost,
+// with nothing run.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+
+#include "dpstudy/results.hpp"
+#include "job.hpp"
+
+namespace fs = std::filesystem;
+
+namespace dpstudy {
+
+void print_dry_run(const DryRun& d) {
+  const Request& r = *d.request;
+  const JobOptions& g = r.options;
+  const std::vector<PlannedRun>& plan = d.plan->runs;
+  const auto complete = [&](std::size_t i) { return d.state[i] == std::int64_t(RunFileState::complete); };
+  std::string swept_text;
+  for (const auto& k : r.swept) swept_text += (swept_text.empty() ? "" : ", ") + k;
+  std::printf("# study %s: %zu runs (%zu excluded, %zu already complete), swept: %s\n", r.name.c_str(), plan.size(),
+              d.plan->excluded, d.complete, r.swept.empty() ? "-" : swept_text.c_str());
+  std::printf("# results: %s; %d process(es)\n", r.study_dir.c_str(), d.processes);
+  std::printf("# threads: %d per process, --parallel %s: %zu run(s) with their workers side by side (one "
+              "thread each: the bits of one thread), %zu spreading each operation over the threads "
+              "(docs/engine.md#threads)\n",
+              d.threads, g.parallel.c_str(), d.side_by_side, plan.size() - d.side_by_side);
+  for (const auto& note : d.data_notes) std::printf("%s\n", note.c_str());
+  // What another job on this study is doing shows in the folder: a claim is a
+  // run being trained now, a checkpoint a run that will resume.
+  std::set<std::string> claimed;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(r.study_dir) / "runs", ec)) {
+    const std::string f = entry.path().filename().string();
+    if (f.size() > 6 && f.compare(f.size() - 6, 6, ".claim") == 0 &&
+        !ClaimQueue::is_stale(entry.path().string(), g.claim_timeout)) {
+      claimed.insert(f.substr(0, f.size() - 6));
+    }
+  }
+  auto state_of = [&](std::size_t i) -> const char* {
+    if (complete(i)) return g.force ? "rerun" : "complete";
+    if (claimed.count(plan[i].id)) return "running";
+    if (d.resumable.count(plan[i].id)) return "resumable";
+    return d.state[i] == std::int64_t(RunFileState::corrupt) ? "corrupt" : "to run";
+  };
+  std::printf("# %4s  %-16s  %-9s  %14s  %s\n", "run", "run id", "state", "cost (samples)", "axes");
+  std::int64_t todo_cost = 0;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    std::printf("  %4zu  %-16s  %-9s  %14lld  %s\n", i + 1, plan[i].id.c_str(), state_of(i), (long long)plan[i].cost,
+                axes_text(plan[i].values, r.swept).c_str());
+    if (g.force || !complete(i)) todo_cost += plan[i].cost;
+  }
+  const bool uniform = std::all_of(d.procs.begin(), d.procs.end(), [&](int q) { return q == d.procs.front(); });
+  if (d.dynamic && uniform) {
+    const int group_procs = d.procs.empty() ? 1 : d.procs.front();
+    std::printf("# schedule: %zu runs on %d process(es) in %d group(s) of %d, taken in this order as groups "
+                "become free; ranks, start and end as the estimated costs predict\n",
+                d.schedule.size(), d.processes, d.processes / group_procs, group_procs);
+  } else if (d.dynamic) {
+    std::set<int, std::greater<int>> sizes(d.procs.begin(), d.procs.end());
+    std::string sizes_text;
+    for (int q : sizes) sizes_text += (sizes_text.empty() ? "" : ", then ") + std::to_string(q);
+    std::printf("# schedule: %zu runs on %d process(es) in groups of %s: a group takes the runs of its size in "
+                "this order as it becomes free, and splits into smaller groups when none is left; ranks, start "
+                "and end as the estimated costs predict\n",
+                d.schedule.size(), d.processes, sizes_text.c_str());
+  } else {
+    std::printf("# schedule: %zu runs on %d process(es), placed in advance, largest estimated cost first%s\n",
+                d.schedule.size(), d.processes,
+                g.placement == "static" ? ""
+                : !uniform ? " (its runs' processes per run do not nest: each must divide the next larger, and "
+                             "the smallest the processes)"
+                           : " (the processes per run do not divide the processes)");
+  }
+  double makespan = 0;
+  std::printf("# %4s  %-16s  %-12s  %16s  %16s\n", "run", "run id", "ranks", "start (samples)", "end (samples)");
+  for (const auto& pl : d.schedule) {
+    std::string ranks;
+    for (int q : pl.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(q);
+    std::printf("  %4zu  %-16s  %-12s  %16.0f  %16.0f\n", pl.run + 1, plan[pl.run].id.c_str(), ranks.c_str(), pl.start,
+                pl.end);
+    makespan = std::max(makespan, pl.end);
+  }
+  std::printf("# estimated cost: %lld sample-gradients to compute, %.0f per process on the longest one",
+              (long long)todo_cost, makespan);
+  if (d.complete > 0) {
+    std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured\n",
+                makespan / d.measured_rate / 60.0, d.measured_rate, d.complete);
+  } else {
+    std::printf(" (no run of this study has finished yet, so no measured rate: run a few, then --dry_run again)\n");
+  }
+  if (std::any_of(plan.begin(), plan.end(), [](const PlannedRun& q) { return q.config.stop_at_goal; })) {
+    std::printf("# runs with stop_at_goal end at their goal: the costs are upper bounds\n");
+  }
+}
+
+}  // namespace dpstudy

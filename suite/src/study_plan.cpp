@@ -1,0 +1,114 @@
+// A Request's runs: every combination of its axes (and search trials),
+// excluded ones dropped, each resolved to a RunConfig with its run id.
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+
+#include "dpstudy/dataset.hpp"
+#include "dpstudy/error.hpp"
+#include "dpstudy/options.hpp"
+#include "dpstudy/workload.hpp"
+#include "job.hpp"
+
+namespace po = boost::program_options;
+
+namespace dpstudy {
+
+std::string axes_text(const RawValues& values, const std::vector<std::string>& swept) {
+  std::string s;
+  for (const auto& [k, v] : values) {
+    if (std::find(swept.begin(), swept.end(), k) != swept.end()) s += (s.empty() ? "" : " ") + k + "=" + v;
+  }
+  return s.empty() ? "-" : s;
+}
+
+namespace {
+
+PlannedRun resolve(const RawValues& combo, const Workload& workload) {
+  RunOptions run_options(workload.defaults);
+  po::options_description md("Model");
+  if (workload.model_options) workload.model_options(md);
+  po::options_description d;
+  d.add(run_options.description()).add(md);
+  std::vector<std::string> args;
+  for (const auto& [k, v] : combo) {
+    args.push_back("--" + k);
+    args.push_back(v);
+  }
+  // A ratio given without a rate replaces the workload's default rate.
+  const auto given = [&](const char* k) {
+    return std::any_of(combo.begin(), combo.end(), [&](const auto& kv) { return kv.first == k; });
+  };
+  if (given("batch_lr_ratio") && !given("lr")) args.insert(args.end(), {"--lr", "0"});
+  po::variables_map rv;
+  po::store(po::command_line_parser(args).options(d).run(), rv);
+  po::notify(rv);
+  PlannedRun p;
+  p.values = combo;
+  p.config = run_options.resolve();
+  p.factory = workload.make_model(dataset_spec(p.config.dataset));
+  p.key_values = p.config.key_values();
+  if (workload.model_values) {
+    for (auto& kv : workload.model_values()) p.key_values.push_back(kv);
+  }
+  return p;
+}
+
+}  // namespace
+
+Plan plan_runs(const Request& request, const Workload& workload) {
+  Plan plan;
+  std::set<std::string> planned_ids;  // combinations that resolve to one config run once
+  std::vector<std::string> invalid;
+  for (const RawValues& base : cartesian_product(request.axes)) {
+    if (is_excluded(request.rules, base)) {
+      ++plan.excluded;
+      continue;
+    }
+    for (std::size_t trial = 0; trial < request.trials.size(); ++trial) {
+      RawValues combo = base;
+      combo.insert(combo.end(), request.trials[trial].begin(), request.trials[trial].end());
+      try {
+        PlannedRun p = resolve(combo, workload);
+        if (request.searched) {
+          p.key_values.emplace_back("trial", std::int64_t(trial));  // a stable trial id, part of the run id
+          p.values.emplace_back("trial", std::to_string(trial));
+        } else if (request.stored.trial >= 0) {
+          p.key_values.emplace_back("trial", request.stored.trial);
+        }
+        p.id = run_id(workload.name, p.key_values);
+        if (planned_ids.insert(p.id).second) plan.runs.push_back(std::move(p));
+      } catch (const std::exception& e) {
+        if (!request.study_mode) throw;
+        invalid.push_back("  " + axes_text(combo, request.swept) + ": " + e.what());
+      }
+    }
+  }
+  if (!invalid.empty()) {
+    std::string msg = std::to_string(invalid.size()) + " combination(s) are invalid (drop them with --exclude):";
+    for (std::size_t i = 0; i < invalid.size() && i < 10; ++i) msg += "\n" + invalid[i];
+    if (invalid.size() > 10) msg += "\n  ... and " + std::to_string(invalid.size() - 10) + " more";
+    throw UsageError(msg);
+  }
+  if (plan.runs.empty()) throw UsageError("the study has no runs (every combination is excluded)");
+  return plan;
+}
+
+int procs_for_run(const RunConfig& c, int requested, int world) {
+  const int w = c.workers;
+  const int p = requested > 0 ? requested : default_procs_per_run(w, world);
+  if (p > world || w % p != 0) {
+    throw ConfigError("procs_per_run", std::to_string(p),
+                      "must divide workers (" + std::to_string(w) + ") and be at most the " + std::to_string(world) +
+                          " processes of the job");
+  }
+  const int per_process = w / p, group = c.group_size;
+  if (group > 1 && per_process % group != 0 && group % per_process != 0) {
+    throw ConfigError("group_size", std::to_string(group),
+                      "must divide, or be a multiple of, the workers per process (" + std::to_string(w) + " / " +
+                          std::to_string(p) + " processes = " + std::to_string(per_process) + ")");
+  }
+  return p;
+}
+
+}  // namespace dpstudy
