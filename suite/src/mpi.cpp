@@ -168,6 +168,12 @@ std::vector<double> MpiCommunicator::all_workers(const std::vector<double>& loca
   return all;
 }
 
+int MpiCommunicator::agree(int flags) {
+  int all = 0;
+  check(MPI_Allreduce(&flags, &all, 1, MPI_INT, MPI_BOR, as_comm(comm_)), "MPI_Allreduce");
+  return all;
+}
+
 void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& out) {
   if (out.scalar_type() != at::kFloat || !out.is_contiguous()) {
     throw MpiError("MpiCommunicator::mean: expects contiguous float32 buffers");

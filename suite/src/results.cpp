@@ -330,6 +330,9 @@ RunComparison compare_run_files(const std::string& reference, const std::string&
 }
 
 void write_run_file(const std::string& path, const RunRecord& rec) {
+  if (rec.result.summary.status == RunStatus::stopped) {
+    throw Error(path + ": run " + rec.run_id + " was stopped before its end; its checkpoint holds it, not a run file");
+  }
   write_hdf5_atomically(
       path,
       [&](h5::Group& root) {

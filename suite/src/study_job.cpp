@@ -20,6 +20,7 @@
 #include "dpstudy/results.hpp"
 #include "dpstudy/runtime_info.hpp"
 #include "dpstudy/schedule.hpp"
+#include "dpstudy/stop.hpp"
 #include "job_context.hpp"
 
 namespace fs = std::filesystem;
@@ -128,6 +129,11 @@ KeyValues provenance(const Job& job, const TrainingData& data, int processes, co
           {"dataset_checksums", checksums}};
 }
 
+// The signal this process received, or that another one did.
+std::string stop_cause() {
+  return *stop_signal_name() ? stop_signal_name() : "a signal to another process";
+}
+
 // Maps a run's fraction done and its own ETA (s) to the study's ETA (s).
 using StudyEta = std::function<double(double, double)>;
 
@@ -153,8 +159,14 @@ class StudyJob {
     prepare_folder();
     train();
     job_.current_run = "-";
+    // Every process is through (this is also the barrier before the index).
+    const bool stopped = session_.max(stopped_ || stop_requested() ? 1.0 : 0.0) > 0;
+    const int status = lead_ ? finish(stopped) : 0;
+    if (!stopped) return status;
+    // All exit with 5, after the index is written: under srun --kill-on-bad-exit
+    // the first to exit ends the others.
     session_.barrier();
-    return lead_ ? finish() : 0;
+    return 5;
   }
 
  private:
@@ -301,6 +313,7 @@ class StudyJob {
     queue_ = std::make_unique<ClaimQueue>(runs_dir_.string(), ids_, g_.claim_timeout,
                                           [this](std::size_t k) { return finished_elsewhere(k); });
     heartbeat_s_ = std::min(60.0, g_.claim_timeout / 4);
+    install_stop_handlers();
     if (dynamic_) {
       train_dynamic();
     } else {
@@ -341,7 +354,7 @@ class StudyJob {
     (void)final_look;
 #endif
     for (;;) {
-      long long j = first ? size_queue.next() : -1;
+      long long j = !first || stopped_ || stop_requested() ? -1 : size_queue.next();
 #if DPSTUDY_WITH_MPI
       if (group) group->broadcast(j);
 #endif
@@ -361,7 +374,8 @@ class StudyJob {
     }
   }
 
-  // Placed in advance; a run another job holds is left to it.
+  // Placed in advance; a run another job holds is left to it. Once a stop is
+  // asked for, the first process of each run's ranks says so to the others.
   void train_static() {
     for (std::size_t k = 0; k < schedule_.size(); ++k) {
       const Placement& pl = schedule_[k];
@@ -370,14 +384,16 @@ class StudyJob {
         const double at = (pl.start + (pl.end - pl.start) * fraction) / std::max(makespan_, 1e-9);
         return at > 0 ? elapsed_s() * (1 - at) / at : 0.0;
       };
-      const bool ran = run_one(pl, eta, heartbeat_of(k), [this, k] { return queue_->take(k); });
+      const auto claim = [this, k] { return stopped_ || stop_requested() ? kStopping : queue_->take(k) ? kMine : kHeld; };
+      const bool ran = run_one(pl, eta, heartbeat_of(k), claim);
       if (ran && session_.rank() == pl.ranks.front()) queue_->release(k);
     }
   }
 
+  enum : long long { kHeld = 0, kMine = 1, kStopping = 2 };  // the answers of run_one's `claim`
   bool run_one(const Placement& pl, const StudyEta& study_eta, const std::function<void()>& heartbeat,
-               const std::function<bool()>& claim = {});
-  int finish();
+               const std::function<long long()>& claim = {});
+  int finish(bool stopped);
 
   Job& job_;
   const JobOptions& g_;
@@ -393,6 +409,7 @@ class StudyJob {
   double measured_rate_ = 0;  // mean samples/s of the complete runs, for the estimate
   std::vector<int> procs_;    // per run to do
   bool dynamic_ = false;
+  bool stopped_ = false;  // a run of this process stopped (stop.hpp)
   std::vector<Placement> schedule_;
   std::vector<std::string> ids_;  // run ids in the schedule's order
   double makespan_ = 0, total_ = 0;  // estimated costs
@@ -410,9 +427,9 @@ class StudyJob {
 
 // One run on the processes pl.ranks (this one among them). `claim`, if given,
 // is asked on the run's first process whether this job may train it (static
-// placement: another job may hold it); false skips it.
+// placement: another job may hold it, or the job is stopping); kMine trains it.
 bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std::function<void()>& heartbeat,
-                       const std::function<bool()>& claim) {
+                       const std::function<long long()>& claim) {
   const auto me = std::find(pl.ranks.begin(), pl.ranks.end(), session_.rank());
   const bool leader = me == pl.ranks.begin();
   const std::size_t i = pl.run;
@@ -433,11 +450,12 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   std::error_code ec;
   RunComm rc(pl.ranks, p.config.workers, int(i));
   if (claim) {
-    long long mine = leader && claim() ? 1 : 0;
+    long long answer = leader ? claim() : kHeld;
 #if DPSTUDY_WITH_MPI
-    if (rc.group) rc.group->broadcast(mine);
+    if (rc.group) rc.group->broadcast(answer);
 #endif
-    if (!mine) {
+    if (answer == kStopping) return false;
+    if (answer != kMine) {
       o.line(tag + p.id + " " + axes_str + ": another job holds it; left to that job");
       return false;
     }
@@ -497,6 +515,13 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   const CheckpointPolicy policy{ckpt, g_.checkpoint_interval, g_.checkpoint_steps};
   rec.result = trainer->run(&progress, policy);
   rec.finished_utc = utc_now();
+  if (rec.result.summary.status == RunStatus::stopped) {
+    o.line(tag + p.id + " " + axes_str + ": stopped by " + stop_cause() + " at step " +
+           std::to_string(trainer->current_step()) + " of " + std::to_string(trainer->total_steps()) +
+           "; its checkpoint resumes it when the study is started again");
+    stopped_ = true;
+    return true;
+  }
   if (leader) {
     const auto io0 = Clock::now();
     rec.provenance = provenance(job_, d, nprocs, *trainer);
@@ -520,8 +545,8 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
 }
 
 // The lead process, once every process is through: the index, the study's
-// table, the checks asked for.
-int StudyJob::finish() {
+// table, the checks asked for; 5 when the study was stopped.
+int StudyJob::finish(bool stopped) {
   std::error_code ec;
   std::vector<std::string> skipped;
   std::size_t indexed = index_->rebuild(&skipped);
@@ -550,7 +575,8 @@ int StudyJob::finish() {
     const std::string file = (runs_dir_ / (p.id + ".h5")).string();
     if (!fs::exists(file, ec)) {
       ++elsewhere;
-      std::printf("  %-16s  %-10s  %9s  %s\n", p.id.c_str(), "elsewhere", "-", axes_text(p.values, swept).c_str());
+      std::printf("  %-16s  %-10s  %9s  %s\n", p.id.c_str(), stopped ? "not done" : "elsewhere", "-",
+                  axes_text(p.values, swept).c_str());
       if (g_.expect_given) ++failed_checks;  // not checked here
       continue;
     }
@@ -564,7 +590,12 @@ int StudyJob::finish() {
   }
   const std::string& name = job_.request.name;
   const std::string& study_dir = job_.request.study_dir;
-  if (elsewhere > 0) {
+  if (stopped) {
+    out_.line("# study " + name + " stopped by " + stop_cause() + ": " + std::to_string(plan_.size() - elsewhere) + " of " +
+                  std::to_string(plan_.size()) + " runs done, " + std::to_string(indexed) + " in " + study_dir +
+                  "/index.h5; the same command again resumes the others (those stopped from their checkpoints)",
+              0);
+  } else if (elsewhere > 0) {
     out_.line("# study " + name + ": this job is done; " + std::to_string(elsewhere) + " of " +
                   std::to_string(plan_.size()) + " runs are still running in another job (their claims in " +
                   runs_dir_.string() + "), which indexes them when it finishes; " + std::to_string(indexed) +
@@ -579,6 +610,7 @@ int StudyJob::finish() {
                   results_io_s_, training_s_, 100 * results_io_s_ / training_s_);
     out_.line(buf, 0);
   }
+  if (stopped) return 5;
   if (!g_.reproduce.empty()) {
     return report_reproduction(g_.reproduce, job_.request.stored, plan_.front().id, runs_dir_.string());
   }

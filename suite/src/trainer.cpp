@@ -23,6 +23,7 @@
 #include "dpstudy/pruning.hpp"
 #include "dpstudy/results.hpp"
 #include "dpstudy/rng.hpp"
+#include "dpstudy/stop.hpp"
 
 namespace dpstudy {
 namespace {
@@ -81,7 +82,14 @@ Parallelism resolve_parallelism(Parallelism p, int local_workers, int threads, c
   return local_workers >= threads ? Parallelism::workers : Parallelism::operations;
 }
 
-std::string to_string(RunStatus s) { return s == RunStatus::completed ? "completed" : "diverged"; }
+std::string to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::completed: return "completed";
+    case RunStatus::diverged: return "diverged";
+    case RunStatus::stopped: return "stopped";
+  }
+  return "?";
+}
 
 TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device) {
   TrainingData d;
@@ -548,15 +556,30 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     }
     if (progress) progress->progress(ev);
     if (c.stop_at_goal && r.summary.steps_to_goal >= 0) break;
-    if (!checkpoint.path.empty() && step_ < total &&
-        ((checkpoint.every_steps > 0 && step_ % checkpoint.every_steps == 0) ||
-         (checkpoint.interval_s > 0 && elapsed() - last_checkpoint_s >= checkpoint.interval_s))) {
+    if (checkpoint.path.empty() || step_ == total) continue;
+    // Each process's clock and signals differ: the run's processes decide
+    // together (one small allreduce per step under MPI), else a kill could
+    // leave checkpoints of two steps, which resume nothing.
+    enum : int { kDue = 1, kStop = 2 };
+    int flags = 0;
+    if ((checkpoint.every_steps > 0 && step_ % checkpoint.every_steps == 0) ||
+        (checkpoint.interval_s > 0 && elapsed() - last_checkpoint_s >= checkpoint.interval_s)) {
+      flags |= kDue;
+    }
+    if (stop_requested()) flags |= kStop;
+    flags = comm_.agree(flags);
+    if (flags != 0) {
       elapsed_before_ += seconds_since(t0);
       const auto c0 = Clock::now();
       save_checkpoint(checkpoint.path);
       checkpoint_s_ += seconds_since(c0);
       elapsed_before_ -= seconds_since(t0);
       last_checkpoint_s = elapsed();
+    }
+    if (flags & kStop) {
+      r.summary.status = RunStatus::stopped;
+      if (progress) progress->message("# stopped at step " + std::to_string(step_) + ", checkpointed");
+      break;
     }
   }
   RunSummary& s = r.summary;

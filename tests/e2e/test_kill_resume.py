@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Kill a study with SIGKILL at several points, resume it each time, and check
 that nothing is corrupt, no finished run is redone, and the final index and
-every run's metrics equal, bit for bit, those of an uninterrupted study; and a
-checkpoint written by an earlier dpstudy (without the keys added since) resumes.
+every run's metrics equal, bit for bit, those of an uninterrupted study; stop it
+with SIGTERM, SIGINT or SIGUSR1 (a checkpoint at that step, exit 5) and resume
+it to the same bits; and a checkpoint written by an earlier dpstudy (without
+the keys added since) resumes.
 
 usage: test_kill_resume.py WORKLOAD_EXE DPSTUDY_DATA
 """
@@ -21,11 +23,14 @@ EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
 FIXTURES = None  # made in the test class's folder
 
 
-def study(output, *extra, kill=None):
+def study(output, *extra, kill=None, signal=None):
     env = dict(os.environ)
-    env.pop("DPSTUDY_TEST_KILL_AT", None)
+    for k in ("DPSTUDY_TEST_KILL_AT", "DPSTUDY_TEST_KILL_SIGNAL", "DPSTUDY_TEST_KILL_RANK"):
+        env.pop(k, None)
     if kill:
         env["DPSTUDY_TEST_KILL_AT"] = kill
+    if signal:
+        env["DPSTUDY_TEST_KILL_SIGNAL"] = signal
     cmd = [EXE, "--data_dir", FIXTURES, "--dataset", "mnist", "--name", "kill", "--output", output,
            "--workers", "2", "--batch_size", "10", "--epochs", "2", "--sync_period", "1,4", "--seeds", "2",
            "--eval_every", "10", "--checkpoint_steps", "10", "--threads", "1", *extra]
@@ -75,6 +80,26 @@ class KillAndResume(TempFolderTest):
         # Nothing corrupt or left over; everything equal to the reference.
         runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(killed, "kill"))
         self.assertEqual(len(runs), 4, runs)
+
+    def test_a_signal_stops_the_study_at_a_checkpoint_and_it_resumes_to_the_same_bits(self):
+        # SIGTERM (a time limit, scancel), SIGINT (Ctrl-C), SIGUSR1 (dpstudy-slurm's
+        # warning), raised at the 25th step: the run saves a checkpoint at that
+        # step, nothing else starts, the study exits 5 and holds no claim.
+        for signal in ("TERM", "INT", "USR1"):
+            with self.subTest(signal=signal):
+                out = os.path.join(self.tmp, "stopped-" + signal)
+                r = study(out, kill="step:25", signal=signal)
+                self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+                self.assertRegex(r.stdout, rf": stopped by SIG{signal} at step 25 of 60; its checkpoint resumes it")
+                self.assertIn(f"# study kill stopped by SIG{signal}: 0 of 4 runs done", r.stdout)
+                self.assertEqual(r.stdout.count(": starting"), 1, r.stdout)
+                runs = os.path.join(out, "kill", "runs")
+                self.assertEqual(sorted(f.split(".", 1)[1] for f in os.listdir(runs)), ["ckpt.h5"])
+                r = study(out)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("resuming from its checkpoint at step 25", r.stdout)
+                runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(out, "kill"))
+                self.assertEqual(len(runs), 4, runs)
 
     def test_a_checkpoint_of_an_earlier_dpstudy_is_resumed(self):
         # Keys added since (eval_at_sync, test_every) at their old behaviour's

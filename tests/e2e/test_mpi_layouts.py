@@ -42,6 +42,12 @@ class Layouts(TempFolderTest):
         r = subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=600)
         return r, time.monotonic() - started
 
+    def same_as_one_process(self, out, args):
+        """The study in `out` equals, bit for bit, the same study (`args`) in one process."""
+        ref = out + "-ref"
+        self.assertEqual(self.study(ref, 0, *args)[0].returncode, 0)
+        assert_same_study(self, os.path.join(ref, "s"), os.path.join(out, "s"))
+
     def side_by_side(self, output, procs_per_job, args):
         """Jobs started at once on one study (0: no mpirun); their logs, after each exited 0."""
         def cmd(procs):
@@ -147,9 +153,50 @@ class Layouts(TempFolderTest):
         with open(os.path.join(out, "s", "log.txt")) as log:
             self.assertIn("resuming from its checkpoint at step 20", log.read())
         self.assertEqual([f for f in os.listdir(os.path.join(out, "s", "runs")) if ".ckpt." in f], [])
-        ref = os.path.join(self.tmp, "killed-ref")
-        self.assertEqual(self.study(ref, 0, *args[:-2])[0].returncode, 0)
-        assert_same_study(self, os.path.join(ref, "s"), os.path.join(out, "s"))
+        self.same_as_one_process(out, args[:-2])
+
+    def test_a_signal_to_one_process_stops_its_run_on_both_at_one_step(self):
+        # Rank 1 alone gets SIGTERM at its 25th step (a signal reaches processes at
+        # different steps): both processes checkpoint that step, nothing else
+        # starts, every process exits 5; the study resumes to the bits of one process.
+        args = ["--workers", "2", "--sync_period", "1,4", "--procs_per_run", "2"]
+        out = os.path.join(self.tmp, "signalled")
+        env = dict(ENV, DPSTUDY_TEST_KILL_AT="step:25", DPSTUDY_TEST_KILL_SIGNAL="TERM", DPSTUDY_TEST_KILL_RANK="1")
+        r, _ = self.study(out, 2, *args, env=env)
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+        runs = os.path.join(out, "s", "runs")
+        ckpts = sorted(f for f in os.listdir(runs) if ".ckpt." in f)
+        self.assertEqual([c.split(".", 1)[1] for c in ckpts], ["ckpt.r0of2.h5", "ckpt.r1of2.h5"])
+        for c in ckpts:
+            with h5py.File(os.path.join(runs, c), "r") as f:
+                self.assertEqual(int(f.attrs["step"]), 25, c)
+        self.assertEqual([f for f in os.listdir(runs) if not f.endswith(".h5")], [])  # no claim left
+        r, _ = self.study(out, 2, *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "s", "log.txt")) as log:
+            text = log.read()
+        # The log is the first process's; rank 1 had the signal.
+        self.assertIn("stopped by a signal to another process at step 25 of 48", text)
+        self.assertIn("resuming from its checkpoint at step 25", text)
+        self.same_as_one_process(out, args[:-2])
+
+    def test_checkpoints_by_time_are_taken_at_one_step_on_every_process(self):
+        # --checkpoint_interval counts on each process's own clock; the processes
+        # agree on the step, so that a kill leaves one set that resumes.
+        args = ["--workers", "2", "--sync_period", "1", "--procs_per_run", "2", "--checkpoint_interval", "0.01"]
+        out = os.path.join(self.tmp, "timed")
+        r, _ = self.study(out, 2, *args, env=dict(ENV, DPSTUDY_TEST_KILL_AT="step:40"))
+        self.assertNotEqual(r.returncode, 0)
+        runs = os.path.join(out, "s", "runs")
+        steps = set()
+        for c in (f for f in os.listdir(runs) if ".ckpt." in f):
+            with h5py.File(os.path.join(runs, c), "r") as f:
+                steps.add(int(f.attrs["step"]))
+        self.assertEqual(len(steps), 1, steps)
+        r, _ = self.study(out, 2, *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "s", "log.txt")) as log:
+            self.assertIn(f"resuming from its checkpoint at step {steps.pop()}", log.read())
 
     def test_checkpoints_of_another_layout_are_not_used_and_are_removed(self):
         args = ["--workers", "2", "--sync_period", "1,4", "--checkpoint_steps", "10"]
@@ -161,9 +208,7 @@ class Layouts(TempFolderTest):
         with open(os.path.join(out, "s", "log.txt")) as log:
             self.assertIn("its checkpoints are not a complete set for 1 process(es) at one step", log.read())
         self.assertEqual([f for f in os.listdir(os.path.join(out, "s", "runs")) if ".ckpt." in f], [])
-        ref = os.path.join(self.tmp, "relayout-ref")
-        self.assertEqual(self.study(ref, 0, *args[:-2])[0].returncode, 0)
-        assert_same_study(self, os.path.join(ref, "s"), os.path.join(out, "s"))
+        self.same_as_one_process(out, args[:-2])
 
     def test_jobs_started_side_by_side_share_a_study(self):
         # Two jobs on one study (a job array, or a second allocation): each run is

@@ -10,6 +10,7 @@ the results equal, bit for bit, those of the same study under plain mpirun.
 usage: test_slurm.py input|cluster LAUNCHER WORKLOAD_EXE DPSTUDY_DATA
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,11 +124,16 @@ class LauncherInput(Workspace):
         self.assertEqual(r.returncode, 2)
         self.assertIn("no executable dpstudy-no-such-workload", r.stderr)
 
-    def test_a_time_limit_shorter_than_a_checkpoint_interval_warns(self):
-        r = launcher(self.study, "--workload", EXE, "--time", "5:00", "--checkpoint-interval", "600", "--",
-                     "--data_dir", self.data, cwd=self.tmp)
+    def test_a_time_limit_shorter_than_a_checkpoint_interval_warns_without_the_stop_before_it(self):
+        # The stop before the limit checkpoints every running run; without it
+        # (--requeue-before 0) only the periodic checkpoints are left.
+        args = ["--workload", EXE, "--time", "5:00", "--checkpoint-interval", "600"]
+        r = launcher(self.study, *args, "--requeue-before", "0", "--", "--data_dir", self.data, cwd=self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("warning: --time 5:00 (300 s) is not longer than one checkpoint interval (600 s)", r.stderr)
+        r = launcher(self.study, *args, "--", "--data_dir", self.data, cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("warning", r.stderr)
 
 
 class OnOneNodeCluster(Workspace):
@@ -144,8 +150,9 @@ class OnOneNodeCluster(Workspace):
         with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
             env = dict(cluster.env, **{k: mpi_env[k] for k in ("OMPI_ALLOW_RUN_AS_ROOT",
                                                                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")})
+            # No periodic checkpoint: what resumes a run is the one its stop made.
             r = launcher(self.study, "--workload", EXE, "--tasks-per-node", "2", "--time", "10:00", "--submit",
-                         "--", "--data_dir", self.data, "--checkpoint_steps", "20", env=env, cwd=self.tmp)
+                         "--", "--data_dir", self.data, env=env, cwd=self.tmp)
             self.assertEqual(r.returncode, 0, r.stderr)
             job = r.stdout.strip().splitlines()[-1]
             results = os.path.join(self.tmp, "results", "slurmtest")
@@ -179,7 +186,13 @@ class OnOneNodeCluster(Workspace):
             self.assertEqual(state, "COMPLETED", text + cluster.log_tail())
 
         self.assertIn(f"job {job} restart 0 on", text)
+        self.assertIn("time limit near: SIGUSR1 to the study", text)
+        self.assertIn("# study slurmtest stopped by SIGUSR1: ", text)
+        self.assertIn("study step ended with status 5", text)
         self.assertIn("time limit near: requeueing job", text)
+        stopped = re.search(r"stopped by SIGUSR1 at step (\d+) of", text)
+        if stopped:  # the signal came within a run, not between two
+            self.assertIn(f"resuming from its checkpoint at step {stopped.group(1)}", text)
         self.assertIn(f"job {job} restart 1 on", text)
         self.assertIn("study step ended with status 0", text)
         self.assertRegex(text, r"# study slurmtest: 4 runs, [1-3] already complete; .*; 2 process\(es\)")

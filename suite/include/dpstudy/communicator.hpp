@@ -31,6 +31,11 @@ class Communicator {
   // One value per local worker in, one per worker of the job out (in worker
   // order): per-worker metrics, summed by the caller in a fixed order.
   virtual std::vector<double> all_workers(const std::vector<double>& local) = 0;
+
+  // The bitwise OR of `flags` over the run's processes: a decision that a
+  // process takes from its own clock or signals (a checkpoint, a stop), taken
+  // by all of them at the same step.
+  virtual int agree(int flags) = 0;
 };
 
 // All W workers in this process.
@@ -42,6 +47,7 @@ class InProcessCommunicator : public Communicator {
   int local_workers() const override { return workers_; }
   void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) override;
   std::vector<double> all_workers(const std::vector<double>& local) override { return local; }
+  int agree(int flags) override { return flags; }
 
  private:
   int workers_;

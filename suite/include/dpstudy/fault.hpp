@@ -2,6 +2,9 @@
 // variable DPSTUDY_TEST_KILL_AT is "NAME:K", the K-th call of kill_point("NAME")
 // in this process sends SIGKILL to itself, a real kill at a chosen moment
 // (mid-run, inside a checkpoint, a run file or the index). Unset, it does nothing.
+// DPSTUDY_TEST_KILL_SIGNAL=TERM, INT or USR1 sends that signal instead (a stop,
+// stop.hpp, at a chosen step); DPSTUDY_TEST_KILL_RANK=R, under MPI, limits it to
+// world rank R.
 #pragma once
 
 namespace dpstudy {

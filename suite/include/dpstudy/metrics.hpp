@@ -48,7 +48,9 @@ struct SyncSeries {
 std::int64_t first_reaching(const std::vector<std::int64_t>& steps, const std::vector<double>& values, double target,
                             bool lower_is_better);
 
-enum class RunStatus { completed, diverged };
+// stopped: a stop was asked for (dpstudy/stop.hpp) and the run saved a
+// checkpoint; it is not finished, and no run file holds it.
+enum class RunStatus { completed, diverged, stopped };
 std::string to_string(RunStatus s);
 
 struct RunSummary {

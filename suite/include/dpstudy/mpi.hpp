@@ -92,6 +92,7 @@ class MpiCommunicator : public Communicator {
   int local_workers() const override { return local_; }
   void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) override;
   std::vector<double> all_workers(const std::vector<double>& local) override;
+  int agree(int flags) override;
 
  private:
   void reduce_over(void* comm, int ranks, int rank, const std::vector<at::Tensor>& local, int count,

@@ -85,7 +85,11 @@ class Trainer {
   ~Trainer();
 
   // Trains to the end or until the loss is not finite; reports to `progress`;
-  // checkpoints as `checkpoint` says. Continues from the current step.
+  // checkpoints as `checkpoint` says. Continues from the current step. With a
+  // checkpoint path, a stop asked for (stop.hpp) on any of the run's processes
+  // saves a checkpoint and returns at once, status stopped. The run's
+  // processes agree on every checkpoint's step (Communicator::agree), so that
+  // their checkpoints always form one set.
   RunResult run(ProgressSink* progress = nullptr, const CheckpointPolicy& checkpoint = {});
 
   // Saves / restores the full state: replicas, optimiser state, samplers, the

@@ -33,7 +33,8 @@ struct Workload {
 // Parses the command line (and a study file), loads the data, trains one run or
 // a whole study (HDF5 results, resume), prints progress and results.
 // Exit status: 0 done (a diverged run is a result, not an error), 1 runtime
-// error, 2 bad usage or option value, 3 --expect_accuracy not met.
+// error, 2 bad usage or option value, 3 --expect_accuracy not met, 4 --reproduce
+// found a difference, 5 a study stopped by a signal (stop.hpp; it resumes).
 int workload_main(int argc, char** argv, const Workload& workload);
 
 }  // namespace dpstudy

@@ -1,0 +1,23 @@
+// A graceful stop of a study on SIGTERM (Slurm's time limit, scancel, a
+// requeue, mpirun passing on Ctrl-C), SIGUSR1 (dpstudy-slurm's warning before
+// the time limit) or SIGINT (Ctrl-C): each run in progress saves a checkpoint
+// at the next step all its processes agree on (Trainer::run), no run starts
+// after it, and the study exits with status 5. A second SIGTERM or SIGINT (a
+// user pressing Ctrl-C twice) ends the process at once, as if there were no
+// handler; SIGUSR1 never does.
+#pragma once
+
+namespace dpstudy {
+
+// Installs the handlers (studies only: a single run has nowhere to checkpoint).
+void install_stop_handlers();
+
+bool stop_requested();
+// "SIGTERM", "SIGUSR1", "SIGINT", or "" before any.
+const char* stop_signal_name();
+
+// What a handled signal does, for tests: request_stop(SIGUSR1); clear_stop() undoes it.
+void request_stop(int signal);
+void clear_stop();
+
+}  // namespace dpstudy
