@@ -471,7 +471,9 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   const TrainingData& d = job_.data.at(p.config.dataset);
   auto trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm, job_.execution);
   // Resume only if every process of the run has its checkpoint at the same
-  // step: each reads the same files, so all decide alike without talking.
+  // step. Each reads the same files, but a read can fail on one alone (a
+  // parallel file system): the processes agree, or they would train from
+  // different steps, pair collectives of different steps, and hang at the end.
   bool resume = !g_.force;
   std::int64_t step = -1;
   for (int q = 0; q < nprocs && resume; ++q) {
@@ -488,18 +490,24 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
       resume = false;
     }
   }
+  resume = rc.comm->agree(resume ? 0 : 1) == 0;
   if (!resume && !g_.force && leader && checkpoints_.count(p.id)) {
     o.line(tag + "its checkpoints are not a complete set for " + std::to_string(nprocs) +
            " process(es) at one step (made with another --procs_per_run, or a kill between their writes); "
            "starting over");
   }
   if (resume) {
+    std::string failure;
     try {
       trainer->restore_checkpoint(ckpt);
-      o.line(tag + "resuming from its checkpoint at step " + std::to_string(trainer->current_step()));
     } catch (const Error& e) {
-      // Every process reads a complete file of the same configuration, so they fail alike.
-      o.line(tag + "checkpoint unusable (" + std::string(e.what()) + "); starting over");
+      failure = e.what();
+    }
+    if (rc.comm->agree(failure.empty() ? 0 : 1) == 0) {
+      o.line(tag + "resuming from its checkpoint at step " + std::to_string(trainer->current_step()));
+    } else {
+      o.line(tag + "checkpoint unusable (" + (failure.empty() ? "on another process of the run" : failure) +
+             "); starting over");
       trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm, job_.execution);
     }
   }

@@ -695,6 +695,7 @@ void Trainer::save_checkpoint(const std::string& path) {
 }
 
 void Trainer::restore_checkpoint(const std::string& path) {
+  fail_point("checkpoint-read");
   const h5::File file = h5::File::open_read(path);
   const h5::Group root = file.root();
   if (!root.has_attr("schema") || root.get_string("schema") != kCheckpointSchema) {

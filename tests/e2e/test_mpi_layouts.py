@@ -180,6 +180,20 @@ class Layouts(TempFolderTest):
         self.assertIn("resuming from its checkpoint at step 25", text)
         self.same_as_one_process(out, args[:-2])
 
+    def test_a_checkpoint_unreadable_on_one_process_restarts_the_run_on_all(self):
+        # A read that fails on rank 1 alone (a parallel file system): both start
+        # over together, rather than training from different steps.
+        args = ["--workers", "2", "--sync_period", "1", "--procs_per_run", "2", "--checkpoint_steps", "10"]
+        out = os.path.join(self.tmp, "unreadable")
+        r, _ = self.study(out, 2, *args, env=dict(ENV, DPSTUDY_TEST_KILL_AT="step:25"))
+        self.assertNotEqual(r.returncode, 0)
+        env = dict(ENV, DPSTUDY_TEST_FAIL_AT="checkpoint-read:1", DPSTUDY_TEST_FAIL_RANK="1")
+        r, _ = self.study(out, 2, *args, env=env)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(out, "s", "log.txt")) as log:
+            self.assertIn("checkpoint unusable (on another process of the run); starting over", log.read())
+        self.same_as_one_process(out, args[:-4])
+
     def test_checkpoints_by_time_are_taken_at_one_step_on_every_process(self):
         # --checkpoint_interval counts on each process's own clock; the processes
         # agree on the step, so that a kill leaves one set that resumes.
