@@ -1,147 +1,101 @@
-#include "report.hpp"
-
-#include <unistd.h>
-
+// dpstudy-analyze report: one markdown document for a study, with its
+// tables, tests and figures, each with the command that makes it.
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
 #include <filesystem>
-#include <fstream>
+#include <memory>
 
+#include "commands.hpp"
 #include "dpstudy/error.hpp"
-#include "dpstudy/file_io.hpp"
+#include "dpstudy/stats.hpp"
+
+namespace fs = std::filesystem;
 
 namespace dpstudy::analyze {
 
-Format parse_format(const std::string& t) {
-  if (t == "table") return Format::table;
-  if (t == "markdown") return Format::markdown;
-  if (t == "csv") return Format::csv;
-  if (t == "json") return Format::json;
-  throw ConfigError("format", t, "is not one of: table, markdown, csv, json");
-}
-
-namespace {
-
-std::string csv_cell(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+// One document for a study: the summary by the --by keys, their factorial
+// ANOVA, the comparisons of --factor and the figures, each with the command
+// that makes it on its own.
+void report(const Runs& r, const Options& o) {
+  if (o.output.empty()) throw UsageError("report needs --output FOLDER (report.md and its figures go there)");
+  if (o.by.empty() || o.by.size() > 4) {
+    throw UsageError("report needs --by K1[,K2,...]: 1 to 4 keys to group by (the first is its figures' x axis)");
   }
-  return out + "\"";
-}
+  require_columns(r, o.by, "--by");
+  std::error_code ec;
+  fs::create_directories(o.output, ec);
+  const std::string path = (fs::path(o.output) / "report.md").string();
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> md(std::fopen(path.c_str(), "w"), std::fclose);
+  if (!md) throw ConfigError("output", o.output, "cannot be written (" + path + ")");
+  std::FILE* out = md.get();
 
-bool is_number(const std::string& s) {
-  char* end = nullptr;
-  std::strtod(s.c_str(), &end);
-  return !s.empty() && end && *end == '\0' && s != "nan" && s != "inf" && s != "-inf";
-}
+  std::string by = join(o.by, ","), dirs = join(o.dirs, " "), filters;
+  for (const std::string& w : o.where) filters += " --where '" + w + "'";
+  const std::string common = dirs + filters + (o.metric == "final_test_accuracy" ? "" : " --metric " + o.metric);
+  const auto section = [&](const std::string& title, const std::string& command) {
+    std::fprintf(out, "## %s\n\n```sh\ndpstudy-analyze %s\n```\n\n", title.c_str(), command.c_str());
+  };
+  std::set<std::string> studies;
+  std::map<std::string, int> status;
+  for (const Run& run : r.runs) {
+    studies.insert(run.text("study").value_or("?"));
+    ++status[run.text("status").value_or("?")];
+  }
+  std::string counts;
+  for (const auto& [s, n] : status) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + s;
+  std::fprintf(out, "# %s\n\n%zu runs (%s) from %s%s. Metric: %s. Made by dpstudy-analyze report.\n\n",
+               join(std::vector<std::string>(studies.begin(), studies.end()), ", ").c_str(), r.runs.size(),
+               counts.c_str(), dirs.c_str(), filters.empty() ? "" : (", runs kept by" + filters).c_str(),
+               o.metric.c_str());
 
-}  // namespace
-
-void print(const std::vector<Table>& tables, Format format, std::FILE* out) {
-  if (format == Format::json) {
-    std::fprintf(out, "[");
-    for (std::size_t t = 0; t < tables.size(); ++t) {
-      const Table& tb = tables[t];
-      std::fprintf(out, "%s\n{\"title\": %s, \"rows\": [", t ? "," : "", json_string(tb.title).c_str());
-      for (std::size_t r = 0; r < tb.rows.size(); ++r) {
-        std::fprintf(out, "%s\n  {", r ? "," : "");
-        for (std::size_t c = 0; c < tb.headers.size(); ++c) {
-          const std::string& v = tb.rows[r][c];
-          std::fprintf(out, "%s%s: %s", c ? ", " : "", json_string(tb.headers[c]).c_str(),
-                      is_number(v) ? v.c_str() : json_string(v).c_str());
-        }
-        std::fprintf(out, "}");
+  section("Summary", "summary " + common + " --by " + by);
+  print(summary(r, o), Format::markdown, out);
+  if (o.by.size() >= 2) {
+    Options a = o;
+    a.factors = o.by;
+    section("Factorial ANOVA", "anova " + common + " --factors " + by);
+    print(anova(r, a), Format::markdown, out);
+  }
+  if (!o.factor.empty()) {
+    Options c = o;
+    if (c.within.empty()) {  // the other --by keys: one family per combination of them
+      for (const std::string& k : o.by) {
+        if (k != o.factor) c.within.push_back(k);
       }
-      std::fprintf(out, "], \"notes\": [");
-      for (std::size_t n = 0; n < tb.notes.size(); ++n) std::fprintf(out, "%s%s", n ? ", " : "", json_string(tb.notes[n]).c_str());
-      std::fprintf(out, "]}");
     }
-    std::fprintf(out, "\n]\n");
-    return;
+    section("Comparisons of " + o.factor,
+            "compare " + common + " --factor " + o.factor + (c.within.empty() ? "" : " --within " + join(c.within, ",")));
+    print(compare(r, c), Format::markdown, out);
   }
-  for (const Table& tb : tables) {
-    if (format == Format::csv) {
-      for (std::size_t c = 0; c < tb.headers.size(); ++c) std::fprintf(out, "%s%s", c ? "," : "", csv_cell(tb.headers[c]).c_str());
-      std::fprintf(out, "\n");
-      for (const auto& row : tb.rows) {
-        for (std::size_t c = 0; c < row.size(); ++c) std::fprintf(out, "%s%s", c ? "," : "", csv_cell(row[c]).c_str());
-        std::fprintf(out, "\n");
-      }
-      continue;
+  std::fprintf(out, "## Figures\n\n");
+  const auto figure = [&](const std::string& kind, const std::vector<std::string>& keys, const std::string& file) {
+    Options f = o;
+    f.kind = kind;
+    f.by = keys;
+    f.output = (fs::path(o.output) / file).string();
+    std::fprintf(out, "```sh\ndpstudy-analyze plot --kind %s %s --by %s --output %s\n```\n\n", kind.c_str(),
+                 common.c_str(), join(keys, ",").c_str(), file.c_str());
+    try {
+      plot(r, f);
+      std::fprintf(out, "![%s by %s](%s)\n\n", kind.c_str(), join(keys, ", ").c_str(), file.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(out, "(no figure: %s)\n\n", e.what());
     }
-    std::vector<std::size_t> width(tb.headers.size());
-    for (std::size_t c = 0; c < tb.headers.size(); ++c) {
-      width[c] = tb.headers[c].size();
-      for (const auto& row : tb.rows) width[c] = std::max(width[c], row[c].size());
-    }
-    if (format == Format::markdown) {
-      std::fprintf(out, "**%s**\n\n|", tb.title.c_str());
-      for (std::size_t c = 0; c < tb.headers.size(); ++c) std::fprintf(out, " %s |", tb.headers[c].c_str());
-      std::fprintf(out, "\n|");
-      for (std::size_t c = 0; c < tb.headers.size(); ++c) std::fprintf(out, " %s |", c ? "---:" : "---");
-      std::fprintf(out, "\n");
-      for (const auto& row : tb.rows) {
-        std::fprintf(out, "|");
-        for (const auto& cell : row) std::fprintf(out, " %s |", cell.c_str());
-        std::fprintf(out, "\n");
-      }
-      for (const auto& n : tb.notes) std::fprintf(out, "\n%s\n", n.c_str());
-      std::fprintf(out, "\n");
-      continue;
-    }
-    std::fprintf(out, "# %s\n#", tb.title.c_str());
-    for (std::size_t c = 0; c < tb.headers.size(); ++c) std::fprintf(out, " %*s", int(width[c]), tb.headers[c].c_str());
-    std::fprintf(out, "\n");
-    for (const auto& row : tb.rows) {
-      std::fprintf(out, " ");
-      for (std::size_t c = 0; c < row.size(); ++c) std::fprintf(out, " %*s", int(width[c]), row[c].c_str());
-      std::fprintf(out, "\n");
-    }
-    for (const auto& n : tb.notes) std::fprintf(out, "# %s\n", n.c_str());
-    std::fprintf(out, "\n");
+  };
+  if (o.by.size() > 2) {
+    std::fprintf(out, "The figures show the first --by keys; each point pools the runs of every level of %s "
+                      "(add --where to draw one slice).\n\n",
+                 join(std::vector<std::string>(o.by.begin() + 2, o.by.end()), ", ").c_str());
   }
-}
-
-std::string terminal_for(const std::string& output) {
-  const std::string ext = std::filesystem::path(output).extension().string();
-  if (ext == ".png") return "pngcairo size 900,600 enhanced font 'DejaVu Sans,11'";
-  if (ext == ".svg") return "svg size 900,600 enhanced font 'DejaVu Sans,11'";
-  throw ConfigError("output", output, "must end in .png or .svg");
-}
-
-void run_gnuplot(const std::string& script, const std::string& data, const std::string& output) {
-  // A folder that is not there is the user's to fix, not gnuplot's to report.
-  std::string folder = std::filesystem::path(output).parent_path().string();
-  if (folder.empty()) folder = ".";
-  if (::access(folder.c_str(), W_OK) != 0) {
-    throw ConfigError("output", output, "is in a folder that does not exist or cannot be written (" + folder + ")");
-  }
-  const std::string base = temp_folder() + "/dpstudy-plot-" + std::to_string(getpid());
-  {
-    std::ofstream(base + ".dat") << data;
-    std::ofstream(base + ".gp") << "datafile = '" << base << ".dat'\nset output '" << output << "'\n" << script;
-  }
-  const std::string cmd = "gnuplot '" + base + ".gp' 2>" + base + ".err";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream err(base + ".err");
-  const std::string message((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
-  std::remove((base + ".dat").c_str());
-  std::remove((base + ".gp").c_str());
-  std::remove((base + ".err").c_str());
-  if (rc != 0) {
-    throw UsageError("gnuplot failed (is it installed? apt-get install gnuplot-nox, or spack install gnuplot): " +
-                     message);
-  }
+  figure("summary", std::vector<std::string>(o.by.begin(), o.by.begin() + std::min<std::size_t>(2, o.by.size())),
+         "summary.png");
+  figure("curves", {o.by[0]}, "curves.png");
+  std::printf("wrote %s\n", path.c_str());
 }
 
 }  // namespace dpstudy::analyze

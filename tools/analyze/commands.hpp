@@ -1,0 +1,82 @@
+// dpstudy-analyze's commands and what they share: the options as parsed, the
+// helpers that format numbers and intervals, and the curves and steps-to-result
+// that the plots and the report reuse. One file per command family.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "data.hpp"
+#include "output.hpp"
+
+namespace dpstudy {
+namespace stats {
+struct Describe;
+}
+
+namespace analyze {
+
+struct Options {
+  std::string command, metric = "final_test_accuracy", factor, baseline, format = "table", series = "test_accuracy",
+                       x = "step", output, kind = "summary", throughput, interval = "ci95", style = "bars";
+  std::vector<std::string> dirs, where, by, within, factors;
+  bool include_diverged = false, log_x = false;
+  double effect = 0, target = std::nan(""), alpha = 0.05, power = 0.8;
+};
+
+std::string num(double v, int digits = 4);
+std::string join(const std::vector<std::string>& items, const std::string& separator);
+std::string pval(double p);
+std::string with_unit(const std::string& name, const std::string& unit);
+// "k1=v1 k2=v2", "all" without keys.
+std::string label(const std::vector<std::string>& keys, const std::vector<std::string>& values);
+
+// What the bars and bands of curves and plots show around the mean (--interval).
+struct Interval {
+  const char* name;
+  const char* low_header;
+  const char* high_header;
+  const char* title;  // completes "mean and ..."
+};
+// ConfigError for a name that is none of ci95, sd, sem, range, none.
+const Interval& interval_named(const std::string& name);
+// The interval's ends; the mean itself where it is undefined (n = 1 has no sd).
+std::pair<double, double> interval_ends(const stats::Describe& d, const std::string& name);
+// "mean and 95 % confidence interval", or "mean" alone with --interval none.
+std::string mean_and(const Options& o);
+Runs subset(const Runs& all, const std::vector<const Run*>& runs);
+
+// tests.cpp
+std::vector<Table> summary(const Runs& r, const Options& o);
+std::vector<Table> compare(const Runs& r, const Options& o);
+std::vector<Table> anova(const Runs& r, const Options& o);
+std::vector<Table> power(const Runs& r, const Options& o);
+
+// curves.cpp
+struct Curve {
+  std::vector<std::string> key_values;
+  std::vector<double> x, mean, lo, hi;
+  std::vector<std::int64_t> n;
+};
+std::vector<Curve> curves_of(const Runs& r, const Options& o);
+std::vector<Table> curves(const Runs& r, const Options& o);
+
+struct Reach {
+  std::vector<std::string> key_values;
+  std::int64_t trials = 0, reached = 0;
+  double best = std::nan(""), median = std::nan("");
+  double best_lr = std::nan("");  // the learning rate of the best trial
+};
+std::vector<Reach> reach_of(const Runs& r, const Options& o);
+// The regime of the step from one batch size to the next (docs/analysis.md).
+std::string regime(double x0, double s0, double x1, double s1);
+std::vector<Table> steps_to_result(const Runs& r, const Options& o);
+
+// plot.cpp, report.cpp: files written to --output.
+void plot(const Runs& r, const Options& o);
+void report(const Runs& r, const Options& o);
+
+}  // namespace analyze
+}  // namespace dpstudy

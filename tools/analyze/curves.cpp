@@ -1,0 +1,269 @@
+// dpstudy-analyze curves and steps-to-result: eval series averaged over seeds,
+// and the first step reaching a target per batch size (docs/analysis.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <cstdlib>
+
+#include "dpstudy/hdf5.hpp"
+#include "dpstudy/metrics.hpp"
+#include "dpstudy/study.hpp"
+
+#include "commands.hpp"
+#include "dpstudy/error.hpp"
+#include "dpstudy/stats.hpp"
+
+namespace dpstudy::analyze {
+
+std::vector<Curve> curves_of(const Runs& r, const Options& o) {
+  if (o.x != "step" && o.x != "epoch" && o.x != "samples" && o.x != "time_s") {
+    throw ConfigError("x", o.x, "is not one of: step, epoch, samples, time_s");
+  }
+  std::vector<Curve> out;
+  for (const Group& g : group_runs(r, o.by, o.include_diverged)) {
+    std::map<double, std::vector<double>> at;  // x -> values
+    for (const Run* run : g.runs) {
+      const auto y = series(*run, o.series);
+      const auto steps = series(*run, "step");
+      std::vector<double> x = o.x == "epoch" ? series(*run, "epoch") : steps;
+      if (o.x == "samples") {
+        for (auto& v : x) v *= run->numbers.at("workers") * run->numbers.at("batch_size");
+      } else if (o.x == "time_s") {
+        const auto t = series(*run, "time_s", true);
+        for (auto& v : x) v = t.at(std::size_t(v) - 1);
+      }
+      for (std::size_t i = 0; i < y.size(); ++i) at[x[i]].push_back(y[i]);
+    }
+    Curve c{g.key_values, {}, {}, {}, {}, {}};
+    for (const auto& [x, ys] : at) {
+      const stats::Describe d = stats::describe(finite(ys));
+      if (d.n == 0) continue;  // no run has a value here (e.g. test_every skipped the test split)
+      c.x.push_back(x);
+      const auto [lo, hi] = interval_ends(d, o.interval);
+      c.mean.push_back(d.mean);
+      c.lo.push_back(lo);
+      c.hi.push_back(hi);
+      c.n.push_back(d.n);
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<Table> curves(const Runs& r, const Options& o) {
+  Table t;
+  const std::string unit = metric_unit(r, o.series);
+  const Interval& band = interval_named(o.interval);
+  const bool ends = *band.low_header != '\0';
+  t.title = "learning curves of " + o.series + " (" + mean_and(o) + " over runs) against " + o.x;
+  t.headers = o.by;
+  for (const std::string& h : {o.x, std::string("n"), with_unit("mean", unit)}) t.headers.push_back(h);
+  if (ends) {
+    t.headers.push_back(with_unit(band.low_header, unit));
+    t.headers.push_back(with_unit(band.high_header, unit));
+  }
+  for (const Curve& c : curves_of(r, o)) {
+    for (std::size_t i = 0; i < c.x.size(); ++i) {
+      std::vector<std::string> row = c.key_values;
+      for (const std::string& cell : {num(c.x[i], 8), std::to_string(c.n[i]), num(c.mean[i])}) row.push_back(cell);
+      if (ends) {
+        row.push_back(num(c.lo[i]));
+        row.push_back(num(c.hi[i]));
+      }
+      t.rows.push_back(row);
+    }
+  }
+  return {t};
+}
+
+
+// The regime of the step from one batch size to the next (docs/analysis.md):
+// e = log(speed-up in steps) / log(batch ratio), 1 for perfect scaling.
+std::string regime(double x0, double s0, double x1, double s1) {
+  if (std::isnan(s0) || std::isnan(s1) || !(x1 > x0)) return "-";
+  const double e = std::log(s0 / s1) / std::log(x1 / x0);
+  if (e >= 0.8) return "perfect scaling";
+  if (e <= 0.1) return "maximal data parallelism";
+  return "diminishing returns";
+}
+
+std::vector<Reach> reach_of(const Runs& r, const Options& o) {
+  if (std::isnan(o.target)) throw UsageError("steps-to-result needs --target VALUE (e.g. 0.9 for 90 % accuracy)");
+  if (o.series.find("accuracy") != std::string::npos && !(o.target > 0 && o.target <= 1)) {
+    throw ConfigError("target", num(o.target), "must be in (0, 1]: " + o.series + " is a fraction (0.9 for 90 %)");
+  }
+  const bool lower_is_better = o.series.find("loss") != std::string::npos;
+  std::vector<Reach> out;
+  for (const Group& g : group_runs(r, o.by, true)) {
+    Reach rc{g.key_values, 0, 0, std::nan(""), std::nan("")};
+    std::vector<double> steps;
+    for (const Run* run : g.runs) {
+      ++rc.trials;
+      if (!run->completed()) continue;  // diverged: infeasible
+      const auto y = series(*run, o.series);
+      const auto s = series(*run, "step");
+      const std::vector<std::int64_t> step_numbers(s.begin(), s.end());
+      const std::int64_t first = first_reaching(step_numbers, y, o.target, lower_is_better);
+      if (first < 0) continue;
+      steps.push_back(double(first));
+      if (std::isnan(rc.best) || double(first) < rc.best) {
+        rc.best = double(first);
+        const auto lr = run->numbers.find("lr");
+        rc.best_lr = lr == run->numbers.end() ? std::nan("") : lr->second;
+      }
+    }
+    rc.reached = std::int64_t(steps.size());
+    if (!steps.empty()) rc.median = stats::describe(steps).median;
+    out.push_back(rc);
+  }
+  return out;
+}
+
+namespace {
+
+// Training steps per second per sweep point, from a throughput mode table
+// (<study>/throughput.h5, docs/performance.md): the rows of one group are those
+// whose columns equal the group's --by values and the --where values they have.
+struct Speed {
+  std::vector<std::string> benchmark;
+  std::map<std::string, std::vector<std::string>> columns;  // as text, to compare with index values
+  std::vector<double> steps_per_s;
+  std::vector<std::string> run_type, aggregate;
+};
+
+Speed read_speed(const std::string& path) {
+  const h5::File f = h5::File::open_read(path);
+  if (!f.root().has("throughput")) throw DataError(path, "no /throughput group (it is written by --mode throughput)");
+  const h5::Group t = f.root().open_group("throughput");
+  Speed s;
+  s.benchmark = t.read_strings("benchmark");
+  s.steps_per_s = t.read_doubles("steps_per_s");
+  s.run_type = t.read_strings("run_type");
+  s.aggregate = t.read_strings("aggregate");
+  for (const std::string& name : t.members()) {
+    std::vector<std::string> text;
+    const char kind = t.dataset_kind(name);
+    if (kind == 's') {
+      text = t.read_strings(name);
+    } else if (kind == 'i') {
+      for (const auto v : t.read_ints(name)) text.push_back(std::to_string(v));
+    } else {
+      for (const auto v : t.read_doubles(name)) text.push_back(num(v, 17));
+    }
+    s.columns[name] = std::move(text);
+  }
+  return s;
+}
+
+bool same_value(const std::string& a, const std::string& b) {
+  char* ea = nullptr;
+  char* eb = nullptr;
+  const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
+  if (!a.empty() && !b.empty() && *ea == 0 && *eb == 0) return x == y;
+  return a == b;
+}
+
+// Steps/s of the one point matching `keys` = `values` (NaN if none; an error if several).
+double steps_per_s(const Speed& s, const std::vector<std::pair<std::string, std::string>>& match,
+                   const std::string& path) {
+  std::set<std::string> points;
+  double found = std::nan("");
+  for (std::size_t i = 0; i < s.benchmark.size(); ++i) {
+    // Single measurements, or the mean of repetitions.
+    if (!(s.run_type[i] == "iteration" || s.aggregate[i] == "mean")) continue;
+    bool ok = true;
+    for (const auto& [k, v] : match) {
+      const auto c = s.columns.find(k);
+      if (c != s.columns.end() && !same_value(c->second[i], v)) ok = false;
+    }
+    if (!ok) continue;
+    std::string point = s.benchmark[i].substr(0, s.benchmark[i].find("/iterations:"));
+    point = point.substr(0, point.find("/repeats:"));
+    point = point.substr(0, point.find("/manual_time"));
+    if (points.insert(point).second) found = s.steps_per_s[i];
+  }
+  if (points.size() > 1) {
+    std::string list;
+    for (const auto& p : points) list += "\n  " + p;
+    throw UsageError(path + ": " + std::to_string(points.size()) +
+                     " throughput points match one group; narrow them with --where (a key of the point):" + list);
+  }
+  return found;
+}
+
+}  // namespace
+
+std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
+  const std::vector<Reach> reach = reach_of(r, o);
+  Speed speed;
+  if (!o.throughput.empty()) speed = read_speed(o.throughput);
+  Table t;
+  t.title = "steps to " + o.series + (o.series.find("loss") != std::string::npos ? " <= " : " >= ") + num(o.target) +
+            " (first evaluated step; Shallue et al. 2018)";
+  t.headers = o.by;
+  for (const char* h : {"trials", "reached", "fraction", "best (steps)", "median (steps)"}) t.headers.push_back(h);
+  const bool scaling = o.by.size() == 1;
+  double x0 = std::nan(""), s0 = std::nan("");
+  if (!o.throughput.empty()) {
+    for (const char* h : {"steps/s", "est. time to result (s)"}) t.headers.push_back(h);
+  }
+  if (scaling) {
+    for (const char* h : {"log2 x", "log2 best", "perfect scaling (steps)", "regime", "best trial lr"}) {
+      t.headers.push_back(h);
+    }
+    for (const Reach& rc : reach) {
+      if (!std::isnan(rc.best)) {
+        x0 = std::strtod(rc.key_values[0].c_str(), nullptr);
+        s0 = rc.best;
+        break;
+      }
+    }
+  }
+  double prev_x = std::nan(""), prev_s = std::nan("");
+  for (const Reach& rc : reach) {
+    std::vector<std::string> row = rc.key_values;
+    for (const std::string& cell : {std::to_string(rc.trials), std::to_string(rc.reached),
+                                    num(rc.trials ? double(rc.reached) / double(rc.trials) : std::nan("")),
+                                    num(rc.best, 8), num(rc.median, 8)}) {
+      row.push_back(cell);
+    }
+    if (!o.throughput.empty()) {
+      std::vector<std::pair<std::string, std::string>> match;
+      for (std::size_t k = 0; k < o.by.size(); ++k) match.emplace_back(o.by[k], rc.key_values[k]);
+      for (const std::string& w : o.where) {
+        const Comparison c = parse_comparison(w, "where", w);
+        if (c.op == "=") match.emplace_back(c.key, c.value);
+      }
+      const double sps = steps_per_s(speed, match, o.throughput);
+      row.push_back(num(sps));
+      row.push_back(num(rc.best / sps));
+    }
+    if (scaling) {
+      const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
+      row.push_back(num(std::log2(x)));
+      row.push_back(num(std::log2(rc.best)));
+      row.push_back(num(s0 * x0 / x, 6));
+      row.push_back(regime(prev_x, prev_s, x, rc.best));
+      row.push_back(num(rc.best_lr));
+      prev_x = x;
+      prev_s = rc.best;
+    }
+    t.rows.push_back(row);
+  }
+  if (!o.throughput.empty()) {
+    t.notes.push_back("est. time to result = best steps / steps per second measured by --mode throughput (" +
+                      o.throughput + "); evaluation time not included");
+  }
+  if (scaling) {
+    t.notes.push_back("perfect scaling: steps halve when " + o.by[0] + " doubles, from the first group that reaches the target");
+    t.notes.push_back("regime of the step from the previous " + o.by[0] + ": e = log(steps ratio) / log(" + o.by[0] +
+                      " ratio); perfect scaling e >= 0.8, maximal data parallelism e <= 0.1, diminishing returns between");
+  }
+  return {t};
+}
+
+}  // namespace dpstudy::analyze

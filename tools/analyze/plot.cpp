@@ -1,0 +1,161 @@
+// dpstudy-analyze plot: the summary, curves, steps and best learning rate
+// figures through gnuplot.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <filesystem>
+#include <fstream>
+
+#include "commands.hpp"
+#include "dpstudy/error.hpp"
+#include "dpstudy/stats.hpp"
+
+namespace dpstudy::analyze {
+
+namespace {
+
+// A gnuplot title expression: the text, and under it the --where filters, so a
+// figure that shows a slice of a study says which.
+std::string plot_title(const std::string& text, const Options& o) {
+  const auto quoted = [](const std::string& x) {  // gnuplot's single quotes: '' is a quote
+    std::string q = "'";
+    for (char c : x) q += c == '\'' ? std::string("''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string t = quoted(text);
+  if (!o.where.empty()) t += ".\"\\n\"." + quoted(join(o.where, ", "));
+  return t + " noenhanced";
+}
+
+}  // namespace
+
+void plot(const Runs& r, const Options& o) {
+  if (o.output.empty()) throw UsageError("plot needs --output FILE.png or FILE.svg");
+  const std::string term = terminal_for(o.output);
+  std::ostringstream data, script;
+  script << "set terminal " << term << "\nset grid\nset key outside right top\n";
+  if (o.kind == "summary") {
+    if (o.by.empty() || o.by.size() > 2) throw UsageError("plot --kind summary needs --by X or --by X,LINES");
+    std::vector<std::string> lines_keys(o.by.begin() + 1, o.by.end());
+    std::vector<std::string> plots;
+    std::set<std::string> off_axis;  // x values that are not numbers (sync_period=never)
+    int block = 0;
+    for (const Group& line : group_runs(r, lines_keys, o.include_diverged)) {
+      const Runs lr = subset(r, line.runs);
+      for (const Group& g : group_runs(lr, {o.by[0]}, o.include_diverged)) {
+        char* end = nullptr;
+        std::strtod(g.key_values[0].c_str(), &end);
+        if (g.key_values[0].empty() || *end != '\0') {
+          off_axis.insert(g.key_values[0]);
+          continue;
+        }
+        if (o.log_x && !(std::strtod(g.key_values[0].c_str(), nullptr) > 0)) {
+          throw UsageError("plot --log_x: " + o.by[0] + " = " + g.key_values[0] +
+                           " cannot be placed on a logarithmic axis (values must be > 0); leave it out with --where " +
+                           o.by[0] + ">0");
+        }
+        const stats::Describe d = stats::describe(finite(metric_values(r, g.runs, o.metric)));
+        if (d.n == 0) continue;
+        const auto [lo, hi] = interval_ends(d, o.interval);
+        data << g.key_values[0] << " " << format_number(d.mean) << " " << format_number(lo) << " " << format_number(hi)
+             << "\n";
+      }
+      data << "\n\n";
+      const std::string index = "datafile index " + std::to_string(block) + " ", colour = " lc " + std::to_string(block + 1);
+      const std::string title = " title '" + (lines_keys.empty() ? o.metric : label(lines_keys, line.key_values)) + "'";
+      if (o.interval == "none") {
+        plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + title);
+      } else if (o.style == "band") {
+        plots.push_back(index + "using 1:3:4 with filledcurves fs transparent solid 0.2" + colour + " notitle");
+        plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + title);
+      } else {
+        plots.push_back(index + "using 1:2:3:4 with yerrorlines lw 2 pt 7" + colour + title);
+      }
+      ++block;
+    }
+    script << "set xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "'\nset ylabel '" << with_unit(o.metric, metric_unit(r, o.metric))
+           << "'\nset title " << plot_title(o.metric + ": " + mean_and(o) + " over seeds", o) << "\n"
+           << "set offsets graph 0.05, graph 0.05, 0, 0\nset xlabel noenhanced\nset ylabel noenhanced\nset key noenhanced\n";
+    if (o.log_x) script << "set logscale x 10\n";
+    if (data.str().find_first_not_of("\n") == std::string::npos && !off_axis.empty()) {
+      std::string values;
+      for (const std::string& x : off_axis) values += (values.empty() ? "" : ", ") + x;
+      throw UsageError("plot --kind summary: the first --by key, " + o.by[0] + ", has no numeric value (" + values +
+                       ") to place on the x axis; put a numeric key first, e.g. --by overlap," + o.by[0]);
+    }
+    script << "plot ";
+    for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
+    for (const std::string& x : off_axis) {
+      std::printf("# %s=%s has no place on a numeric axis: left out of the plot (see summary)\n", o.by[0].c_str(),
+                  x.c_str());
+    }
+  } else if (o.kind == "curves") {
+    int block = 0;
+    std::vector<std::string> plots;
+    for (const Curve& c : curves_of(r, o)) {
+      for (std::size_t i = 0; i < c.x.size(); ++i) {
+        data << format_number(c.x[i]) << " " << format_number(c.mean[i]) << " " << format_number(c.lo[i]) << " "
+             << format_number(c.hi[i]) << "\n";
+      }
+      data << "\n\n";
+      const std::string title = label(o.by, c.key_values);
+      if (o.interval != "none") {
+        plots.push_back("datafile index " + std::to_string(block) + " using 1:3:4 with filledcurves fs transparent solid 0.2 lc " +
+                        std::to_string(block + 1) + " notitle");
+      }
+      plots.push_back("datafile index " + std::to_string(block) + " using 1:2 with linespoints lw 2 pt 7 lc " + std::to_string(block + 1) +
+                      " title '" + title + "'");
+      ++block;
+    }
+    script << "set xlabel '" << with_unit(o.x, metric_unit(r, o.x)) << "' noenhanced\nset ylabel '"
+           << with_unit(o.series, metric_unit(r, o.series)) << "' noenhanced\nset key noenhanced\n"
+           << "set title " << plot_title("learning curves: " + mean_and(o) + " over seeds", o) << "\nplot ";
+    for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
+  } else if (o.kind == "steps") {
+    const std::vector<Reach> reach = reach_of(r, o);
+    if (o.by.size() != 1) throw UsageError("plot --kind steps needs one --by key (e.g. batch_size)");
+    double x0 = std::nan(""), s0 = std::nan(""), px = std::nan(""), ps = std::nan("");
+    for (const Reach& rc : reach) {
+      if (std::isnan(rc.best)) continue;
+      const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
+      if (std::isnan(x0)) x0 = x, s0 = rc.best;
+      const std::string label_text = regime(px, ps, x, rc.best);
+      data << format_number(x) << " " << format_number(rc.best) << " " << format_number(s0 * x0 / x) << " "
+           << (label_text == "-" ? "\"\"" : "\"" + label_text + "\"") << "\n";
+      px = x;
+      ps = rc.best;
+    }
+    script << "set logscale xy 2\nset xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "' noenhanced\nset ylabel 'steps to " << o.series
+           << " " << num(o.target) << " (steps)' noenhanced\nset title " << plot_title("steps to result", o) << "\n"
+           << "plot datafile using 1:2 with linespoints lw 2 pt 7 title 'best trial', "
+           << "datafile using 1:3 with lines dt 2 lw 2 title 'perfect scaling', "
+           << "datafile using 1:2:4 with labels noenhanced offset 0,1.2 font ',9' notitle";
+  } else if (o.kind == "best_lr") {
+    const std::vector<Reach> reach = reach_of(r, o);
+    if (o.by.size() != 1) throw UsageError("plot --kind best_lr needs one --by key (e.g. batch_size)");
+    double x0 = std::nan(""), l0 = std::nan("");
+    for (const Reach& rc : reach) {
+      if (std::isnan(rc.best_lr)) continue;
+      const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
+      if (std::isnan(x0)) x0 = x, l0 = rc.best_lr;
+      data << format_number(x) << " " << format_number(rc.best_lr) << " " << format_number(l0 * x / x0) << " "
+           << format_number(l0 * std::sqrt(x / x0)) << "\n";
+    }
+    script << "set logscale xy 2\nset xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "' noenhanced\n"
+           << "set ylabel 'learning rate of the best trial' noenhanced\nset title " << plot_title("best learning rate", o) << "\n"
+           << "plot datafile using 1:2 with linespoints lw 2 pt 7 title 'best trial', "
+           << "datafile using 1:3 with lines dt 2 lw 2 title 'linear rule', "
+           << "datafile using 1:4 with lines dt 3 lw 2 title 'square-root rule'";
+  } else {
+    throw ConfigError("kind", o.kind, "is not one of: summary, curves, steps, best_lr");
+  }
+  script << "\n";
+  run_gnuplot(script.str(), data.str(), o.output);
+  std::printf("wrote %s\n", o.output.c_str());
+}
+
+}  // namespace dpstudy::analyze

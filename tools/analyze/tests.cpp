@@ -1,0 +1,294 @@
+// dpstudy-analyze summary, compare, anova and power: groups of runs, their
+// statistics and significance tests (docs/analysis.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "commands.hpp"
+#include "dpstudy/error.hpp"
+#include "dpstudy/stats.hpp"
+
+namespace dpstudy::analyze {
+
+std::vector<Table> summary(const Runs& r, const Options& o) {
+  const std::string unit = metric_unit(r, o.metric);
+  Table t;
+  t.title = "summary of " + o.metric + (o.include_diverged ? " (diverged runs included)" : "");
+  t.headers = o.by;
+  for (const char* h : {"n", "not completed"}) t.headers.push_back(h);
+  for (const char* h : {"mean", "sd", "sem", "ci95 low", "ci95 high", "median", "min", "max"}) {
+    t.headers.push_back(with_unit(h, unit));
+  }
+  for (const Group& g : group_runs(r, o.by, o.include_diverged)) {
+    const stats::Describe d = stats::describe(finite(metric_values(r, g.runs, o.metric)));
+    std::vector<std::string> row = g.key_values;
+    row.push_back(std::to_string(d.n));
+    row.push_back(std::to_string(g.not_completed));
+    for (double v : {d.mean, d.sd, d.sem, d.ci_low, d.ci_high, d.median, d.min, d.max}) row.push_back(num(v));
+    t.rows.push_back(row);
+    const std::string name = label(o.by, g.key_values);
+    if (d.n == 0 && !g.runs.empty()) {
+      t.notes.push_back(name + ": no value of " + o.metric + " in its " + std::to_string(g.runs.size()) +
+                        " completed run(s)");
+    } else if (d.n == 0) {
+      t.notes.push_back(name + ": no completed run (" + std::to_string(g.not_completed) + " diverged or failed)");
+    }
+    if (d.n == 1) t.notes.push_back(name + ": n = 1, no variance and no confidence interval");
+    if (d.n > 1 && d.sd == 0) t.notes.push_back(name + ": every value is the same");
+  }
+  return {t};
+}
+
+namespace {
+
+struct Pair {
+  std::size_t a, b;
+};
+
+std::vector<Pair> pairs_of(const std::vector<Group>& levels, const std::string& baseline, std::vector<std::string>& notes,
+                           const std::string& family) {
+  std::vector<Pair> out;
+  if (!baseline.empty()) {
+    auto it = std::find_if(levels.begin(), levels.end(), [&](const Group& g) { return g.key_values[0] == baseline; });
+    if (it == levels.end()) {
+      notes.push_back(family + ": baseline level " + baseline + " is missing; no pairwise comparison");
+      return out;
+    }
+    const std::size_t base = std::size_t(it - levels.begin());
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+      if (i != base) out.push_back({base, i});
+    }
+    return out;
+  }
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    for (std::size_t j = i + 1; j < levels.size(); ++j) out.push_back({i, j});
+  }
+  return out;
+}
+
+// Values of two levels matched by seed (runs with one value per seed in each).
+std::pair<std::vector<double>, std::vector<double>> paired(const Runs& r, const Group& a, const Group& b,
+                                                           const std::string& metric) {
+  std::map<double, double> va, vb;
+  const auto xa = metric_values(r, a.runs, metric), xb = metric_values(r, b.runs, metric);
+  std::map<double, int> ca, cb;
+  for (std::size_t i = 0; i < a.runs.size(); ++i) ++ca[a.runs[i]->numbers.at("seed")], va[a.runs[i]->numbers.at("seed")] = xa[i];
+  for (std::size_t i = 0; i < b.runs.size(); ++i) ++cb[b.runs[i]->numbers.at("seed")], vb[b.runs[i]->numbers.at("seed")] = xb[i];
+  std::vector<double> pa, pb;
+  for (const auto& [seed, v] : va) {
+    if (ca[seed] == 1 && cb.count(seed) && cb[seed] == 1 && !std::isnan(v) && !std::isnan(vb[seed])) {
+      pa.push_back(v);
+      pb.push_back(vb[seed]);
+    }
+  }
+  return {pa, pb};
+}
+
+template <typename F>
+double p_or_nan(F&& f, std::vector<std::string>& notes, const std::string& what) {
+  try {
+    return f().p;
+  } catch (const UsageError& e) {
+    notes.push_back(what + ": " + e.what());
+    return std::nan("");
+  }
+}
+
+// A --baseline that is no level of the factor at all is a typo, not a missing level.
+void check_baseline(const Runs& r, const Options& o) {
+  if (o.baseline.empty()) return;
+  std::string levels;
+  for (const Group& g : group_runs(r, {o.factor}, true)) {
+    if (g.key_values[0] == o.baseline) return;
+    levels += (levels.empty() ? "" : ", ") + g.key_values[0];
+  }
+  throw ConfigError("baseline", o.baseline, "is not a level of " + o.factor + "; its levels: " + levels);
+}
+
+}  // namespace
+
+std::vector<Table> compare(const Runs& r, const Options& o) {
+  if (o.factor.empty()) throw UsageError("compare needs --factor KEY");
+  require_columns(r, {o.factor}, "--factor");
+  check_baseline(r, o);
+  const std::string unit = metric_unit(r, o.metric);
+  const std::vector<Group> all_levels = group_runs(r, {o.factor}, false);
+  Table omni, pw;
+  omni.title = "omnibus tests of " + o.metric + " across " + o.factor;
+  omni.headers = {"family", "test", "statistic", "df", "p", ""};
+  pw.title = "pairwise comparisons of " + o.metric + " (p adjusted by Holm within each family)";
+  pw.headers = {"family", o.factor + " a", o.factor + " b", "n a", "n b", with_unit("mean b - a", unit),
+                "Hedges g [95% CI]", "Welch p", "Welch p Holm", "", "M-W U p Holm", "pairs", "paired t p Holm",
+                "Wilcoxon p Holm"};
+  for (const Group& family : group_runs(r, o.within, false)) {
+    const std::string fam = label(o.within, family.key_values);
+    const Runs fr = subset(r, family.runs);
+    std::vector<Group> levels = group_runs(fr, {o.factor}, o.include_diverged);
+    levels.erase(std::remove_if(levels.begin(), levels.end(), [](const Group& g) { return g.runs.empty(); }), levels.end());
+    for (const Group& l : all_levels) {
+      if (std::none_of(levels.begin(), levels.end(), [&](const Group& g) { return g.key_values == l.key_values; })) {
+        pw.notes.push_back(fam + ": level " + o.factor + "=" + l.key_values[0] + " has no completed run here");
+      }
+    }
+    std::vector<std::vector<double>> values;
+    for (const Group& g : levels) values.push_back(finite(metric_values(fr, g.runs, o.metric)));
+    if (levels.size() >= 2) {
+      for (const auto& [name, fn] : std::vector<std::pair<std::string, stats::Test (*)(const std::vector<std::vector<double>>&)>>{
+               {"one-way ANOVA", stats::anova}, {"Welch ANOVA", stats::welch_anova}, {"Kruskal-Wallis", stats::kruskal}}) {
+        try {
+          const stats::Test t = fn(values);
+          omni.rows.push_back({fam, name, num(t.statistic), num(t.df), pval(t.p), stats::significance(t.p)});
+        } catch (const UsageError& e) {
+          omni.rows.push_back({fam, name, "-", "-", "-", "-"});
+          omni.notes.push_back(fam + ", " + name + ": " + e.what());
+        }
+      }
+    } else {
+      omni.notes.push_back(fam + ": fewer than 2 levels of " + o.factor + " with completed runs");
+    }
+    const std::vector<Pair> pairs = pairs_of(levels, o.baseline, pw.notes, fam);
+    std::vector<double> welch, mwu, pt, wx;
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::size_t> npairs;
+    for (const Pair& p : pairs) {
+      const auto& a = values[p.a];
+      const auto& b = values[p.b];
+      const std::string what = fam + ", " + levels[p.a].key_values[0] + " vs " + levels[p.b].key_values[0];
+      welch.push_back(p_or_nan([&] { return stats::welch_t(b, a); }, pw.notes, what + ", Welch"));
+      mwu.push_back(p_or_nan([&] { return stats::mann_whitney_u(b, a); }, pw.notes, what + ", Mann-Whitney"));
+      const auto [pa, pb] = paired(fr, levels[p.a], levels[p.b], o.metric);
+      npairs.push_back(pa.size());
+      pt.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::paired_t(pb, pa); }, pw.notes, what + ", paired t")
+                                  : std::nan(""));
+      wx.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::wilcoxon(pb, pa); }, pw.notes, what + ", Wilcoxon")
+                                  : std::nan(""));
+      std::string g = "-";
+      try {
+        const stats::Effect e = stats::hedges_g(b, a);
+        g = num(e.g, 3) + " [" + num(e.ci_low, 3) + ", " + num(e.ci_high, 3) + "]";
+      } catch (const UsageError&) {
+      }
+      const double diff = (a.empty() || b.empty()) ? std::nan("") : stats::describe(b).mean - stats::describe(a).mean;
+      rows.push_back({fam, levels[p.a].key_values[0], levels[p.b].key_values[0], std::to_string(a.size()),
+                      std::to_string(b.size()), num(diff), g});
+    }
+    const auto hw = stats::holm(welch), hm = stats::holm(mwu), hp = stats::holm(pt), hx = stats::holm(wx);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      auto row = rows[i];
+      for (const std::string& cell : {pval(welch[i]), pval(hw[i]), stats::significance(hw[i]), pval(hm[i]),
+                                      std::to_string(npairs[i]), pval(hp[i]), pval(hx[i])}) {
+        row.push_back(cell);
+      }
+      pw.rows.push_back(row);
+    }
+  }
+  pw.notes.push_back("marks: *** p < 0.001, ** < 0.01, * < 0.05 (Welch, Holm-adjusted); paired tests match runs "
+                     "by seed: the same seed means the same initial weights and sampler streams");
+  return {omni, pw};
+}
+
+// Factorial ANOVA per family: does one factor's effect depend on another's
+// level (Study A: does overlap matter only with local SGD)? docs/analysis.md.
+std::vector<Table> anova(const Runs& r, const Options& o) {
+  if (o.factors.size() < 2 || o.factors.size() > 4) {
+    throw UsageError("anova needs --factors K1,K2 (2 to 4 keys; for one factor use compare --factor K)");
+  }
+  require_columns(r, o.factors, "--factors");
+  Table t;
+  t.title = "factorial ANOVA of " + o.metric + ": " + join(o.factors, " x ") + " (Type II sums of squares, F against the residual)";
+  t.headers = {"family", "term", "SS", "df", "MS", "F", "p", "", "partial eta^2"};
+  for (const Group& family : group_runs(r, o.within, false)) {
+    const std::string fam = label(o.within, family.key_values);
+    const Runs fr = subset(r, family.runs);
+    // Each cell (combination of levels) and its values; a level's index is its place among the factor's values.
+    std::vector<std::map<std::string, int>> index(o.factors.size());
+    for (std::size_t f = 0; f < o.factors.size(); ++f) {
+      for (const Group& g : group_runs(fr, {o.factors[f]}, o.include_diverged)) {
+        index[f].emplace(g.key_values[0], int(index[f].size()));
+      }
+    }
+    std::vector<double> y;
+    std::vector<std::vector<int>> levels(o.factors.size());
+    std::size_t cells = 0, smallest = SIZE_MAX, largest = 0;
+    for (const Group& cell : group_runs(fr, o.factors, o.include_diverged)) {
+      const std::vector<double> v = finite(metric_values(fr, cell.runs, o.metric));
+      if (v.empty()) continue;
+      ++cells;
+      smallest = std::min(smallest, v.size());
+      largest = std::max(largest, v.size());
+      for (double x : v) {
+        y.push_back(x);
+        for (std::size_t f = 0; f < o.factors.size(); ++f) levels[f].push_back(index[f].at(cell.key_values[f]));
+      }
+    }
+    std::size_t combinations = 1;
+    for (const auto& ix : index) combinations *= ix.size();
+    if (cells < 2) {
+      t.notes.push_back(fam + ": fewer than 2 cells with completed runs; no test");
+      continue;
+    }
+    const stats::FactorialAnova a = stats::factorial_anova(y, levels);
+    for (const stats::AnovaTerm& term : a.terms) {
+      std::string name;
+      for (int f : term.factors) name += (name.empty() ? "" : " x ") + o.factors[std::size_t(f)];
+      t.rows.push_back({fam, name, num(term.ss), num(term.df), term.df > 0 ? num(term.ss / term.df) : "-", num(term.f),
+                        pval(term.p), stats::significance(term.p), num(term.partial_eta_sq)});
+      if (term.df == 0) t.notes.push_back(fam + ": " + name + " cannot be estimated (empty cells or one level)");
+    }
+    t.rows.push_back({fam, "residual", num(a.residual_ss), num(a.residual_df),
+                      a.residual_df > 0 ? num(a.residual_ss / a.residual_df) : "-", "", "", "", ""});
+    t.notes.push_back(fam + ": " + std::to_string(y.size()) + " runs in " + std::to_string(cells) + " of " +
+                      std::to_string(combinations) + " cells, " +
+                      (smallest == largest ? std::to_string(smallest) + " per cell" +
+                                                 (cells == combinations ? " (balanced)" : "")
+                                           : std::to_string(smallest) + " to " + std::to_string(largest) +
+                                                 " per cell (unbalanced: Type II tests each term after those "
+                                                 "not containing it)"));
+    if (a.residual_df <= 0) t.notes.push_back(fam + ": one run per cell leaves no residual; no F test (add seeds)");
+  }
+  return {t};
+}
+
+std::vector<Table> power(const Runs& r, const Options& o) {
+  if (o.factor.empty()) throw UsageError("power needs --factor KEY");
+  require_columns(r, {o.factor}, "--factor");
+  check_baseline(r, o);
+  Table t;
+  t.title = "power of Welch's t-test on " + o.metric + " at alpha " + num(o.alpha) + ", power " + num(o.power);
+  const std::string unit = metric_unit(r, o.metric);
+  t.headers = {"family", o.factor + " a", o.factor + " b", "n a", "n b", "detectable d", with_unit("detectable diff", unit)};
+  if (o.effect > 0) t.headers.push_back("seeds per group for d=" + num(o.effect));
+  for (const Group& family : group_runs(r, o.within, false)) {
+    const std::string fam = label(o.within, family.key_values);
+    const Runs fr = subset(r, family.runs);
+    std::vector<Group> levels = group_runs(fr, {o.factor}, false);
+    levels.erase(std::remove_if(levels.begin(), levels.end(), [](const Group& g) { return g.runs.empty(); }), levels.end());
+    for (const Pair& p : pairs_of(levels, o.baseline, t.notes, fam)) {
+      const auto a = finite(metric_values(fr, levels[p.a].runs, o.metric));
+      const auto b = finite(metric_values(fr, levels[p.b].runs, o.metric));
+      std::vector<std::string> row = {fam, levels[p.a].key_values[0], levels[p.b].key_values[0], std::to_string(a.size()),
+                                      std::to_string(b.size())};
+      try {
+        const double d = stats::detectable_effect(std::int64_t(a.size()), std::int64_t(b.size()), o.alpha, o.power);
+        const double sa = stats::describe(a).sd, sb = stats::describe(b).sd;
+        const double sp = std::sqrt(((a.size() - 1) * sa * sa + (b.size() - 1) * sb * sb) / double(a.size() + b.size() - 2));
+        row.push_back(num(d, 3));
+        row.push_back(num(d * sp, 3));
+      } catch (const UsageError& e) {
+        row.push_back("-");
+        row.push_back("-");
+        t.notes.push_back(fam + ": " + e.what());
+      }
+      if (o.effect > 0) row.push_back(std::to_string(stats::samples_needed(o.effect, o.alpha, o.power)));
+      t.rows.push_back(row);
+    }
+  }
+  t.notes.push_back("d is Cohen's standardised difference; the detectable difference is d x the pooled sd");
+  return {t};
+}
+
+}  // namespace dpstudy::analyze
