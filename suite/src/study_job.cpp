@@ -384,7 +384,10 @@ class StudyJob {
         const double at = (pl.start + (pl.end - pl.start) * fraction) / std::max(makespan_, 1e-9);
         return at > 0 ? elapsed_s() * (1 - at) / at : 0.0;
       };
-      const auto claim = [this, k] { return stopped_ || stop_requested() ? kStopping : queue_->take(k) ? kMine : kHeld; };
+      const auto claim = [this, k] {
+        if (stopped_ || stop_requested()) return kStopping;
+        return queue_->take(k) ? kMine : kHeld;
+      };
       const bool ran = run_one(pl, eta, heartbeat_of(k), claim);
       if (ran && session_.rank() == pl.ranks.front()) queue_->release(k);
     }
@@ -599,8 +602,8 @@ int StudyJob::finish(bool stopped) {
   const std::string& name = job_.request.name;
   const std::string& study_dir = job_.request.study_dir;
   if (stopped) {
-    out_.line("# study " + name + " stopped by " + stop_cause() + ": " + std::to_string(plan_.size() - elsewhere) + " of " +
-                  std::to_string(plan_.size()) + " runs done, " + std::to_string(indexed) + " in " + study_dir +
+    out_.line("# study " + name + " stopped by " + stop_cause() + ": " + std::to_string(plan_.size() - elsewhere) +
+                  " of " + std::to_string(plan_.size()) + " runs done, " + std::to_string(indexed) + " in " + study_dir +
                   "/index.h5; the same command again resumes the others (those stopped from their checkpoints)",
               0);
   } else if (elsewhere > 0) {

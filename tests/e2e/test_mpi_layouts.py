@@ -158,27 +158,32 @@ class Layouts(TempFolderTest):
     def test_a_signal_to_one_process_stops_its_run_on_both_at_one_step(self):
         # Rank 1 alone gets SIGTERM at its 25th step (a signal reaches processes at
         # different steps): both processes checkpoint that step, nothing else
-        # starts, every process exits 5; the study resumes to the bits of one process.
-        args = ["--workers", "2", "--sync_period", "1,4", "--procs_per_run", "2"]
-        out = os.path.join(self.tmp, "signalled")
-        env = dict(ENV, DPSTUDY_TEST_KILL_AT="step:25", DPSTUDY_TEST_KILL_SIGNAL="TERM", DPSTUDY_TEST_KILL_RANK="1")
-        r, _ = self.study(out, 2, *args, env=env)
-        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
-        runs = os.path.join(out, "s", "runs")
-        ckpts = sorted(f for f in os.listdir(runs) if ".ckpt." in f)
-        self.assertEqual([c.split(".", 1)[1] for c in ckpts], ["ckpt.r0of2.h5", "ckpt.r1of2.h5"])
-        for c in ckpts:
-            with h5py.File(os.path.join(runs, c), "r") as f:
-                self.assertEqual(int(f.attrs["step"]), 25, c)
-        self.assertEqual([f for f in os.listdir(runs) if not f.endswith(".h5")], [])  # no claim left
-        r, _ = self.study(out, 2, *args)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        with open(os.path.join(out, "s", "log.txt")) as log:
-            text = log.read()
-        # The log is the first process's; rank 1 had the signal.
-        self.assertIn("stopped by a signal to another process at step 25 of 48", text)
-        self.assertIn("resuming from its checkpoint at step 25", text)
-        self.same_as_one_process(out, args[:-2])
+        # starts (placed dynamically or in advance), every process exits 5; the
+        # study resumes to the bits of one process.
+        for placement in ("dynamic", "static"):
+            with self.subTest(placement=placement):
+                args = ["--workers", "2", "--sync_period", "1,4", "--procs_per_run", "2", "--placement", placement]
+                out = os.path.join(self.tmp, "signalled-" + placement)
+                env = dict(ENV, DPSTUDY_TEST_KILL_AT="step:25", DPSTUDY_TEST_KILL_SIGNAL="TERM",
+                           DPSTUDY_TEST_KILL_RANK="1")
+                r, _ = self.study(out, 2, *args, env=env)
+                self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+                runs = os.path.join(out, "s", "runs")
+                ckpts = sorted(f for f in os.listdir(runs) if ".ckpt." in f)
+                self.assertEqual([c.split(".", 1)[1] for c in ckpts], ["ckpt.r0of2.h5", "ckpt.r1of2.h5"])
+                for c in ckpts:
+                    with h5py.File(os.path.join(runs, c), "r") as f:
+                        self.assertEqual(int(f.attrs["step"]), 25, c)
+                self.assertEqual([f for f in os.listdir(runs) if not f.endswith(".h5")], [])  # no claim left
+                r, _ = self.study(out, 2, *args)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(os.path.join(out, "s", "log.txt")) as log:
+                    text = log.read()
+                self.assertEqual(text.count(": starting on ranks"), 3, text)  # one run stopped, none begun after
+                # The log is the first process's; rank 1 had the signal.
+                self.assertIn("stopped by a signal to another process at step 25 of 48", text)
+                self.assertIn("resuming from its checkpoint at step 25", text)
+                self.same_as_one_process(out, args[:-4])
 
     def test_a_checkpoint_unreadable_on_one_process_restarts_the_run_on_all(self):
         # A read that fails on rank 1 alone (a parallel file system): both start
