@@ -529,7 +529,9 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   if (rec.result.summary.status == RunStatus::stopped) {
     o.line(tag + p.id + " " + axes_str + ": stopped by " + stop_cause() + " at step " +
            std::to_string(trainer->current_step()) + " of " + std::to_string(trainer->total_steps()) +
-           "; its checkpoint resumes it when the study is started again");
+           (!g_.reproduce.empty() ? "; --reproduce trains it from its start each time"
+            : g_.force            ? "; checkpointed, but --force starts every run over: run without it to resume"
+                                  : "; its checkpoint resumes it when the study is started again"));
     stopped_ = true;
     return true;
   }
@@ -604,7 +606,11 @@ int StudyJob::finish(bool stopped) {
   if (stopped) {
     out_.line("# study " + name + " stopped by " + stop_cause() + ": " + std::to_string(plan_.size() - elsewhere) +
                   " of " + std::to_string(plan_.size()) + " runs done, " + std::to_string(indexed) + " in " + study_dir +
-                  "/index.h5; the same command again resumes the others (those stopped from their checkpoints)",
+                  "/index.h5; " +
+                  (!g_.reproduce.empty() ? std::string("--reproduce starts over each time")
+                   : g_.force            ? std::string("without --force, the same command resumes the others")
+                            : std::string("the same command again resumes the others (those stopped from their "
+                                          "checkpoints)")),
               0);
   } else if (elsewhere > 0) {
     out_.line("# study " + name + ": this job is done; " + std::to_string(elsewhere) + " of " +
