@@ -1,0 +1,262 @@
+// The study index (index.h5): one row per run file, rebuilt atomically from
+// the run files, reading again only those that changed since the last rebuild.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "dpstudy/error.hpp"
+#include "dpstudy/results.hpp"
+
+namespace fs = std::filesystem;
+
+namespace dpstudy {
+
+namespace {
+
+// One attribute of a run file, as the index stores it.
+struct Cell {
+  std::string key;
+  char kind = 'f';  // 'i', 'f', 's'
+  std::int64_t i = 0;
+  double d = 0;
+  std::string s;
+};
+
+void read_cells(const h5::Group& g, const std::vector<std::string>& keys, std::vector<Cell>* out) {
+  for (const auto& key : keys) {
+    Cell c;
+    c.key = key;
+    c.kind = g.attr_kind(key);
+    if (c.kind == 's') {
+      c.s = g.get_string(key);
+    } else if (c.kind == 'i') {
+      c.i = g.get_int(key);
+    } else {
+      c.d = g.get_double(key);
+    }
+    out->push_back(std::move(c));
+  }
+}
+
+std::vector<std::string> attr_names_except(const h5::Group& g, const char* except) {
+  std::vector<std::string> names = g.attr_names();
+  names.erase(std::remove(names.begin(), names.end(), except), names.end());
+  return names;
+}
+
+struct Column {
+  char kind = 'f';  // 'i', 'f', 's'
+  std::vector<std::int64_t> ints;
+  std::vector<double> doubles;
+  std::vector<std::string> strings;
+  std::string unit;
+};
+
+std::string unit_of(const std::string& key) {
+  static const std::map<std::string, std::string> units = {
+      {"final_test_accuracy", "fraction"}, {"best_test_accuracy", "fraction"}, {"final_val_accuracy", "fraction"},
+      {"final_synced_test_accuracy", "fraction"},
+      {"final_test_loss", "nats"},         {"wall_time_s", "s"},               {"samples_per_s", "samples/s"},
+      {"compute_time_s", "s"},             {"comm_time_s", "s"},               {"eval_time_s", "s"},
+      {"steps", "step"},                   {"steps_per_epoch", "step"},        {"batch_size", "samples"},
+      {"epochs", "epoch"},                 {"warmup_epochs", "epoch"},         {"sync_period", "step"},
+      {"group_sync_period", "step"},       {"eval_every", "step"},             {"block_size", "samples"},
+      {"test_every", "step"},              {"steps_to_goal", "step"},          {"time_to_goal_s", "s"},
+      {"overlap", "fraction"},             {"validation_fraction", "fraction"}, {"goal_error", "fraction"},
+      {"sparsity", "fraction"},            {"sparsity_achieved", "fraction"},  {"parameters", "count"},
+      {"lr_decay_steps", "step"},          {"local_sgd_from_epoch", "epoch"}};
+  const auto it = units.find(key);
+  return it == units.end() ? "" : it->second;
+}
+
+// Adds `cell` as row `row` of its column, padding earlier rows. A column takes
+// the kind of its first cell; integers meeting a float or a string widen to
+// floats (the string's row is NaN), and a string column prints numbers.
+void add_cell(std::map<std::string, Column>& cols, std::vector<std::string>& order, const Cell& cell,
+              std::size_t row) {
+  auto [it, fresh] = cols.try_emplace(cell.key);
+  Column& c = it->second;
+  if (fresh) {
+    c.kind = cell.kind;
+    c.unit = unit_of(cell.key);
+    order.push_back(cell.key);
+  }
+  if (c.kind == 'i' && cell.kind != 'i') {
+    for (auto v : c.ints) c.doubles.push_back(double(v));
+    c.ints.clear();
+    c.kind = 'f';
+  }
+  const double number = cell.kind == 'i' ? double(cell.i) : cell.d;
+  if (c.kind == 's') {
+    c.strings.resize(row, "");
+    c.strings.push_back(cell.kind == 's' ? cell.s : std::to_string(number));
+  } else if (c.kind == 'i') {
+    c.ints.resize(row, 0);
+    c.ints.push_back(cell.i);
+  } else {
+    c.doubles.resize(row, std::nan(""));
+    c.doubles.push_back(cell.kind == 's' ? std::nan("") : number);
+  }
+}
+
+// What identifies one version of a file: an atomic rewrite (tmp + rename) has a
+// new inode, an edit in place a new modification time or size.
+struct Fingerprint {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  std::int64_t mtime_ns = 0;
+  bool operator==(const Fingerprint& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns;
+  }
+};
+
+bool fingerprint_of(const std::string& path, Fingerprint* fp) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  fp->dev = st.st_dev;
+  fp->ino = st.st_ino;
+  fp->size = st.st_size;
+  fp->mtime_ns = std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return true;
+}
+
+}  // namespace
+
+struct StudyIndex::Cache {
+  struct Entry {
+    Fingerprint fp;
+    bool complete = false;
+    std::string why;          // when not complete
+    std::string id;
+    std::vector<Cell> cells;  // run_id, status, workload, config (less study_text), summary (less status)
+  };
+  std::map<std::string, Entry> files;  // by path
+};
+
+StudyIndex::StudyIndex(std::string study_dir, std::string study)
+    : study_dir_(std::move(study_dir)), study_(std::move(study)), cache_(std::make_unique<Cache>()) {}
+
+StudyIndex::~StudyIndex() = default;
+
+std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
+  std::vector<std::string> files;
+  const fs::path runs = fs::path(study_dir_) / "runs";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(runs, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0 && name.find(".ckpt.") == std::string::npos) {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());  // by run id: the same index whatever the order runs finished in
+
+  std::map<std::string, Cache::Entry> seen;  // this listing's files only: deleted ones drop out
+  for (const auto& path : files) {
+    Fingerprint fp;
+    if (!fingerprint_of(path, &fp)) continue;  // removed since the listing
+    auto cached = cache_->files.find(path);
+    if (cached != cache_->files.end() && cached->second.fp == fp) {
+      seen.emplace(path, std::move(cached->second));
+      continue;
+    }
+    Cache::Entry e;
+    e.fp = fp;
+    ++files_read_;
+    e.complete = inspect_run_file(path, &e.why) == RunFileState::complete;
+    if (e.complete) {
+      try {
+        const h5::File f = h5::File::open_read(path);
+        const h5::Group root = f.root();
+        read_cells(root, {"run_id", "status", "workload"}, &e.cells);
+        const h5::Group config = root.open_group("config");
+        read_cells(config, attr_names_except(config, "study_text"), &e.cells);
+        const h5::Group summary = root.open_group("summary");
+        read_cells(summary, attr_names_except(summary, "status"), &e.cells);
+        e.id = root.get_string("run_id");
+      } catch (const Error& err) {
+        e.complete = false;
+        e.why = err.what();
+        e.cells.clear();
+      }
+    }
+    seen.emplace(path, std::move(e));
+  }
+  cache_->files = std::move(seen);
+
+  std::map<std::string, Column> cols;
+  std::vector<std::string> order;
+  std::vector<std::string> ids;
+  for (const auto& [path, e] : cache_->files) {  // a std::map: sorted by path, as `files`
+    if (!e.complete) {
+      if (skipped) skipped->push_back(path + ": " + e.why);
+      continue;
+    }
+    for (const Cell& c : e.cells) add_cell(cols, order, c, ids.size());
+    ids.push_back(e.id);
+  }
+  const std::size_t n = ids.size();
+  write_hdf5_atomically(
+      (fs::path(study_dir_) / "index.h5").string(),
+      [&](h5::Group& root) {
+        root.set("schema", kIndexSchema);
+        root.set("study", study_);
+        root.set("runs", std::int64_t(n));
+        root.set("updated_utc", utc_now());
+        h5::Group index = root.create_group("index");
+        for (const auto& key : order) {
+          Column& c = cols[key];
+          if (c.kind == 's') {
+            c.strings.resize(n, "");
+            index.write(key, c.strings, c.unit);
+          } else if (c.kind == 'i') {
+            c.ints.resize(n, 0);
+            index.write(key, c.ints, c.unit);
+          } else {
+            c.doubles.resize(n, std::nan(""));
+            index.write(key, c.doubles, c.unit);
+          }
+        }
+        h5::Group links = root.create_group("runs");
+        for (const auto& id : ids) links.link_external(id, "runs/" + id + ".h5", "/");
+      },
+      "index-write");
+  return n;
+}
+
+std::size_t rebuild_index(const std::string& study_dir, const std::string& study, std::vector<std::string>* skipped) {
+  return StudyIndex(study_dir, study).rebuild(skipped);
+}
+
+void check_results_schema(const std::string& study_dir) {
+  const fs::path index = fs::path(study_dir) / "index.h5";
+  std::error_code ec;
+  if (fs::exists(index, ec)) {
+    std::string schema;
+    try {
+      const h5::File f = h5::File::open_read(index.string());
+      const h5::Group root = f.root();
+      schema = root.has_attr("schema") ? root.get_string("schema") : "";
+    } catch (const Error&) {
+      return;  // a corrupt index is rebuilt, not a reason to stop
+    }
+    if (schema != kIndexSchema) {
+      throw UsageError(index.string() + ": results of schema '" + schema + "', this dpstudy writes " +
+                       kIndexSchema + "; choose another --output or study name");
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(fs::path(study_dir) / "runs", ec)) {
+    const std::string p = entry.path().string();
+    if (p.size() < 3 || p.compare(p.size() - 3, 3, ".h5") != 0 || p.find(".ckpt.") != std::string::npos) continue;
+    std::string why;
+    if (inspect_run_file(p, &why) == RunFileState::other_schema) {
+      throw UsageError(p + ": " + why + "; choose another --output or study name");
+    }
+  }
+}
+
+}  // namespace dpstudy

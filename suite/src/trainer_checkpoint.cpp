@@ -1,0 +1,164 @@
+// A Trainer's full state saved to and restored from a checkpoint file
+// (dpstudy.checkpoint/1): replicas, optimiser state, samplers, the random
+// generator and the series so far, so that a resumed run ends bit for bit as
+// an uninterrupted one.
+#include <ATen/ATen.h>
+
+#include <sstream>
+
+#include "dpstudy/error.hpp"
+#include "dpstudy/fault.hpp"
+#include "dpstudy/hdf5.hpp"
+#include "dpstudy/results.hpp"
+#include "dpstudy/trainer.hpp"
+
+namespace dpstudy {
+
+namespace {
+
+// A config text without the keys added later that hold their old default: a
+// checkpoint made before such a key existed is one of the same configuration.
+std::string comparable(const std::string& config_text) {
+  std::string out, line;
+  std::istringstream in(config_text);
+  while (std::getline(in, line)) {
+    const std::size_t eq = line.find('=');
+    if (eq != std::string::npos && added_later_at_old_default(line.substr(0, eq), line.substr(eq + 1))) continue;
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Trainer::config_text() const {
+  std::string text;
+  for (const auto& [k, v] : config_.key_values()) text += k + "=" + to_text(v) + "\n";
+  return text;
+}
+
+namespace {
+
+std::vector<std::int64_t> as_ints(const at::Tensor& bytes) {
+  const at::Tensor b = bytes.contiguous();
+  const auto* p = b.data_ptr<std::uint8_t>();
+  return std::vector<std::int64_t>(p, p + b.numel());
+}
+
+void write_tensor(h5::Group& g, const std::string& name, const at::Tensor& t) {
+  const at::Tensor cpu = t.to(at::kCPU).contiguous();
+  g.write_floats(name, cpu.data_ptr<float>(), cpu.numel());
+}
+
+void read_tensor(const h5::Group& g, const std::string& name, at::Tensor& t) {
+  const std::vector<float> v = g.read_floats(name);
+  if (std::int64_t(v.size()) != t.numel()) throw Hdf5Error("checkpoint", name + " has the wrong size");
+  t.copy_(at::from_blob(const_cast<float*>(v.data()), {t.numel()}, at::kFloat));
+}
+
+}  // namespace
+
+void Trainer::save_checkpoint(const std::string& path) {
+  result_.assignment = assignment_;
+  write_hdf5_atomically(
+      path,
+      [&](h5::Group& root) {
+        root.set("schema", kCheckpointSchema);
+        root.set("config", config_text());
+        root.set("step", step_);
+        root.set("identical", std::int64_t(identical_));
+        root.set("comm_bytes", comm_bytes_);
+        root.set("comm_s", comm_s_);
+        root.set("eval_s", eval_s_);
+        root.set("steps_to_goal", result_.summary.steps_to_goal);
+        root.set("time_to_goal_s", result_.summary.time_to_goal_s);
+        root.set("last_divergence", last_divergence_);
+        root.set("elapsed_s", elapsed_before_);
+        root.set("loss_since_eval", loss_since_eval_);
+        root.set("steps_since_eval", steps_since_eval_);
+        root.write("generator", as_ints(at::detail::getDefaultCPUGenerator().get_state()));
+        h5::Group workers = root.create_group("workers");
+        for (std::size_t w = 0; w < replicas_.size(); ++w) {
+          h5::Group g = workers.create_group(std::to_string(comm_.first_local_worker() + int(w)));
+          write_tensor(g, "params", replicas_[w]->params());
+          write_tensor(g, "momentum", replicas_[w]->momentum());
+          write_tensor(g, "buffers", replicas_[w]->buffers());
+          const ShardSampler::State st = samplers_[w].state();
+          g.write("sampler_order", st.order);
+          g.set("sampler_position", st.position);
+          g.set("sampler_passes", st.passes);
+          g.set("sampler_rng", std::int64_t(st.rng));
+          if (!augmenters_.empty()) g.set("augmenter_rng", std::int64_t(augmenters_[w].rng_state()));
+        }
+        write_series(root, result_, config_.workers);
+      },
+      "checkpoint-write");
+}
+
+void Trainer::restore_checkpoint(const std::string& path) {
+  fail_point("checkpoint-read");
+  const h5::File file = h5::File::open_read(path);
+  const h5::Group root = file.root();
+  if (!root.has_attr("schema") || root.get_string("schema") != kCheckpointSchema) {
+    throw DataError(path, std::string("not a ") + kCheckpointSchema + " file");
+  }
+  if (comparable(root.get_string("config")) != comparable(config_text())) {
+    throw DataError(path, "is a checkpoint of another configuration");
+  }
+  const h5::Group workers = root.open_group("workers");
+  for (std::size_t w = 0; w < replicas_.size(); ++w) {
+    const h5::Group g = workers.open_group(std::to_string(comm_.first_local_worker() + int(w)));
+    read_tensor(g, "params", replicas_[w]->params());
+    read_tensor(g, "momentum", replicas_[w]->momentum());
+    read_tensor(g, "buffers", replicas_[w]->buffers());
+    ShardSampler::State st;
+    st.order = g.read_ints("sampler_order");
+    st.position = g.get_int("sampler_position");
+    st.passes = g.get_int("sampler_passes");
+    st.rng = std::uint64_t(g.get_int("sampler_rng"));
+    samplers_[w].restore(st);
+    if (!augmenters_.empty()) augmenters_[w].restore(std::uint64_t(g.get_int("augmenter_rng")));
+  }
+  const std::vector<std::int64_t> gen = root.read_ints("generator");
+  at::Tensor state = at::empty({std::int64_t(gen.size())}, at::kByte);
+  for (std::size_t i = 0; i < gen.size(); ++i) state.data_ptr<std::uint8_t>()[i] = std::uint8_t(gen[i]);
+  at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the global generator
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(state);
+  }
+  step_ = root.get_int("step");
+  identical_ = root.get_int("identical") != 0;
+  comm_bytes_ = root.get_int("comm_bytes");
+  comm_s_ = root.get_double("comm_s");
+  eval_s_ = root.get_double("eval_s");
+  last_divergence_ = root.get_double("last_divergence");
+  elapsed_before_ = root.get_double("elapsed_s");
+  loss_since_eval_ = root.get_double("loss_since_eval");
+  steps_since_eval_ = root.get_int("steps_since_eval");
+  result_ = read_series(root);
+  if (result_.eval.synced.size() != result_.eval.step.size()) {
+    // A checkpoint of a dpstudy before eval/synced: what each evaluation was,
+    // from the config and the averagings recorded.
+    const RunConfig& c = config_;
+    std::set<std::int64_t> world;
+    for (std::size_t i = 0; i < result_.syncs.step.size(); ++i) {
+      if (result_.syncs.level[i] == 2 || c.group_size == c.workers) world.insert(result_.syncs.step[i]);
+    }
+    result_.eval.synced.clear();
+    for (const std::int64_t s : result_.eval.step) {
+      const bool synchronous = c.sync_period == 1 || (s - 1) / steps_per_epoch_ < c.local_sgd_from_epoch;
+      result_.eval.synced.push_back(synchronous || world.count(s) > 0);
+    }
+  }
+  result_.summary.steps_to_goal = root.get_int("steps_to_goal");
+  result_.summary.time_to_goal_s = root.get_double("time_to_goal_s");
+}
+
+RunResult train_run(const RunConfig& config, const ModelFactory& factory, const TrainingData& data,
+                    Communicator& comm, ProgressSink* progress, Execution execution) {
+  Trainer trainer(config, factory, data, comm, execution);
+  return trainer.run(progress);
+}
+
+}  // namespace dpstudy
