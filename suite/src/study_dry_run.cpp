@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <map>
 
 #include "dpstudy/results.hpp"
 #include "job.hpp"
@@ -46,11 +47,19 @@ void print_dry_run(const DryRun& d) {
   };
   std::printf("# %4s  %-16s  %-9s  %14s  %s\n", "run", "run id", "state", "cost (samples)", "axes");
   std::int64_t todo_cost = 0;
+  std::map<std::string, std::size_t> counts;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     std::printf("  %4zu  %-16s  %-9s  %14lld  %s\n", i + 1, plan[i].id.c_str(), state_of(i), (long long)plan[i].cost,
                 axes_text(plan[i].values, r.swept).c_str());
+    ++counts[state_of(i)];
     if (g.force || !complete(i)) todo_cost += plan[i].cost;
   }
+  // At a glance, for a study of thousands of runs watched while it runs.
+  std::string states;
+  for (const char* s : {"complete", "rerun", "running", "resumable", "corrupt", "to run"}) {
+    if (counts.count(s)) states += (states.empty() ? "" : ", ") + std::to_string(counts[s]) + " " + s;
+  }
+  std::printf("# runs: %s\n", states.c_str());
   const bool uniform = std::all_of(d.procs.begin(), d.procs.end(), [&](int q) { return q == d.procs.front(); });
   if (d.dynamic && uniform) {
     const int group_procs = d.procs.empty() ? 1 : d.procs.front();

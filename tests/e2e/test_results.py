@@ -82,7 +82,8 @@ class Results(TempFolderTest):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("5 runs (1 excluded, 0 already complete), swept: workers, sync_period", r.stdout)
         self.assertIn("estimated cost:", r.stdout)
-        self.assertEqual(r.stdout.count("to run"), 5)
+        self.assertEqual(len(re.findall(r"^ +\d+ +[0-9a-f]{16} +to run ", r.stdout, re.M)), 5, r.stdout)
+        self.assertIn("# runs: 5 to run\n", r.stdout)
         self.assertFalse(os.path.exists(out))
 
     def test_dry_run_says_how_each_run_uses_the_threads(self):
@@ -108,6 +109,7 @@ class Results(TempFolderTest):
         self.assertRegex(r.stdout, ids[0] + r" +running ")
         self.assertRegex(r.stdout, ids[1] + r" +resumable ")
         self.assertRegex(r.stdout, ids[2] + r" +to run ")
+        self.assertIn("# runs: 1 running, 1 resumable, 1 to run\n", r.stdout)
 
     def test_dry_run_plans_with_the_official_size_when_the_dataset_is_not_here(self):
         empty = os.path.join(self.tmp, "no-data")
