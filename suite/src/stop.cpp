@@ -6,12 +6,14 @@
 namespace dpstudy {
 namespace {
 
-volatile std::sig_atomic_t g_signal = 0;       // the first stop signal received
-volatile std::sig_atomic_t g_terminations = 0;  // SIGTERMs and SIGINTs received
+volatile std::sig_atomic_t g_signal = 0;     // the first stop signal received
+volatile std::sig_atomic_t g_interrupts = 0;  // SIGINTs received
 
 extern "C" void on_stop_signal(int signal) {
-  if (signal != SIGUSR1 && ++g_terminations > 1) {
-    // Asked twice to terminate (not warned, as USR1 warns): the user means it.
+  // Ctrl-C twice: the user means it. Not so SIGTERM: it comes from batch
+  // systems and launchers (which may pass on one of their own as well), and
+  // their escalation is SIGKILL (Slurm's after KillWait).
+  if (signal == SIGINT && ++g_interrupts > 1) {
     std::signal(signal, SIG_DFL);
     std::raise(signal);  // delivered, with the default action, when the handler returns
     return;
@@ -44,7 +46,7 @@ void request_stop(int signal) { on_stop_signal(signal); }
 
 void clear_stop() {
   g_signal = 0;
-  g_terminations = 0;
+  g_interrupts = 0;
 }
 
 }  // namespace dpstudy

@@ -3,9 +3,11 @@
 with its batch script to a real one-node Slurm cluster started in a temporary
 folder (label slurm; skipped, exit 77, where slurm-wlm or munge is missing).
 
-The cluster test interrupts the job as the time limit would (the USR1 that
---signal=B:USR1@... sends), lets it requeue itself and finish, and checks that
-the results equal, bit for bit, those of the same study under plain mpirun.
+The cluster tests interrupt the job as the time limit would (the USR1 that
+--signal=B:USR1@... sends), let it requeue itself and finish, and check that
+the results equal, bit for bit, those of the same study under plain mpirun;
+share a study among a job array; and scancel a job (its study stops at a
+checkpoint and resumes).
 
 usage: test_slurm.py input|cluster LAUNCHER WORKLOAD_EXE DPSTUDY_DATA
 """
@@ -24,6 +26,7 @@ from h5compare import assert_same_study
 import slurm_cluster
 
 MODE, LAUNCHER, EXE, DATA_TOOL = sys.argv[1:5]
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 SKIP = 77
 
 STUDY = """[study]
@@ -57,6 +60,16 @@ class Workspace(unittest.TestCase):
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def longer_study_and_its_reference(self):
+        """The study with runs long enough to interrupt, and its results in one process (the folder)."""
+        with open(self.study, "w") as f:
+            f.write(STUDY.format(epochs=20))
+        reference = os.path.join(self.tmp, "reference")
+        r = subprocess.run([EXE, "--study", self.study, "--output", reference, "--threads", "1", "--data_dir",
+                            self.data, "--quiet"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return reference
 
 
 class LauncherInput(Workspace):
@@ -201,13 +214,46 @@ class OnOneNodeCluster(Workspace):
             self.assertEqual(set(f["index"]["status"].asstr()[()]), {"completed"})
         assert_same_study(self, os.path.join(reference, "slurmtest"), results)
 
-    def test_a_job_array_shares_the_study_each_run_once(self):
-        with open(self.study, "w") as f:
-            f.write(STUDY.format(epochs=20))
-        reference = os.path.join(self.tmp, "reference")
-        r = subprocess.run([EXE, "--study", self.study, "--output", reference, "--threads", "1", "--data_dir",
-                            self.data, "--quiet"], capture_output=True, text=True, timeout=300)
+    def test_scancel_stops_the_study_at_checkpoints_and_it_resumes(self):
+        # scancel sends SIGTERM (SIGKILL after KillWait): the study checkpoints its
+        # running run and stops; started again, it resumes to one process's bits.
+        reference = self.longer_study_and_its_reference()
+        results = os.path.join(self.tmp, "results", "slurmtest")
+        with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
+            env = dict(cluster.env, **MPI_ENV)
+            r = launcher(self.study, "--workload", EXE, "--tasks-per-node", "2", "--time", "10:00", "--submit",
+                         "--", "--data_dir", self.data, env=env, cwd=self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            job = r.stdout.strip().splitlines()[-1]
+            log = os.path.join(results, f"slurm-{job}.out")
+            end = time.time() + 120
+            def log_text():
+                try:
+                    with open(log) as f:
+                        return f.read()
+                except OSError:
+                    return ""
+
+            while "step 20/400" not in log_text() and time.time() < end:  # within a run
+                time.sleep(0.05)
+            cluster.run("scancel", job)
+            state = cluster.wait(job, timeout=120)
+            text = log_text()
+            self.assertEqual(state, "CANCELLED", text + cluster.log_tail())
+        self.assertIn("# study slurmtest stopped by SIGTERM: ", text)
+        stopped = re.search(r"stopped by SIGTERM at step (\d+) of 400", text)
+        self.assertTrue(stopped, text)
+        runs = os.path.join(results, "runs")
+        self.assertEqual(len([f for f in os.listdir(runs) if ".ckpt." in f]), 2, os.listdir(runs))
+        r = subprocess.run(["mpirun", "-np", "2", EXE, "--study", self.study, "--output", os.path.dirname(results),
+                            "--threads", "1", "--data_dir", self.data], capture_output=True, text=True,
+                           env=dict(os.environ, **MPI_ENV), timeout=300)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"resuming from its checkpoint at step {stopped.group(1)}", r.stdout)
+        assert_same_study(self, os.path.join(reference, "slurmtest"), results)
+
+    def test_a_job_array_shares_the_study_each_run_once(self):
+        reference = self.longer_study_and_its_reference()
         with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
             r = launcher(self.study, "--workload", EXE, "--array", "2", "--time", "10:00", "--submit",
                          "--", "--data_dir", self.data, env=cluster.env, cwd=self.tmp)

@@ -2,9 +2,10 @@
 // requeue, mpirun passing on Ctrl-C), SIGUSR1 (dpstudy-slurm's warning before
 // the time limit) or SIGINT (Ctrl-C): each run in progress saves a checkpoint
 // at the next step all its processes agree on (Trainer::run), no run starts
-// after it, and the study exits with status 5. A second SIGTERM or SIGINT (a
-// user pressing Ctrl-C twice) ends the process at once, as if there were no
-// handler; SIGUSR1 never does.
+// after it, and the study exits with status 5. A second SIGINT (Ctrl-C pressed
+// twice) ends the process at once, as if there were no handler; SIGTERM and
+// SIGUSR1 never do (SIGTERM comes from batch systems and launchers, whose
+// escalation is SIGKILL: Slurm's after KillWait).
 #pragma once
 
 namespace dpstudy {
