@@ -140,15 +140,24 @@ std::vector<double> finite(std::vector<double> v) {
   return v;
 }
 
-std::vector<double> series(const Run& run, const std::string& name, bool train) {
-  const h5::File f = h5::File::open_read(run.file);
-  const h5::Group g = f.root().open_group(train ? "train" : "eval");
+namespace {
+
+// Series `name` of the run file's group `g` (eval or train, named `what`).
+std::vector<double> series_in(const h5::Group& g, const std::string& name, const char* what) {
   if (!g.has(name)) {
     std::string all;
     for (const auto& m : g.members()) all += (all.empty() ? "" : ", ") + m;
-    throw UsageError(std::string(train ? "train" : "eval") + " series '" + name + "' does not exist; series: " + all);
+    throw UsageError(std::string(what) + " series '" + name + "' does not exist; series: " + all);
   }
   return g.read_doubles(name);
+}
+
+}  // namespace
+
+std::vector<double> series(const Run& run, const std::string& name, bool train) {
+  const h5::File f = h5::File::open_read(run.file);
+  const char* what = train ? "train" : "eval";
+  return series_in(f.root().open_group(what), name, what);
 }
 
 std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric) {
@@ -189,14 +198,15 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
       throw UsageError("metric '" + metric + "': '" + point.substr(eq + 1) + "' is not a count of evaluations >= 1");
     }
     for (const Run* run : runs) {
-      std::vector<double> y = series(*run, name);
+      const h5::File f = h5::File::open_read(run->file);  // once per run: a study may have thousands
+      const h5::Group eval = f.root().open_group("eval");
+      std::vector<double> y = series_in(eval, name, "eval");
       if (axis == "synced_last") {
-        const h5::File f = h5::File::open_read(run->file);
-        if (!f.root().open_group("eval").has("synced")) {
+        if (!eval.has("synced")) {
           throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") +
                            " has no eval/synced series (made by a dpstudy before eval_at_sync)");
         }
-        const std::vector<double> synced = series(*run, "synced");
+        const std::vector<double> synced = eval.read_doubles("synced");
         std::vector<double> kept;
         for (std::size_t i = 0; i < y.size() && i < synced.size(); ++i) {
           if (synced[i] != 0) kept.push_back(y[i]);
