@@ -353,7 +353,16 @@ std::vector<char> File::image() {
 
 File File::open_read(const std::string& path) {
   silence_library();
-  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path, "file access properties");
+#if H5_VERSION_GE(1, 12, 1) || (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7)
+  // No lock: dpstudy writes every file whole under a temporary name and renames
+  // it (write_hdf5_atomically), never in place, so a reader cannot meet a
+  // writer. HDF5's lock would only fail where the file system has none (NFS
+  // without its lock daemon: ENOLCK, which HDF5's best effort does not ignore).
+  check(H5Pset_file_locking(fapl, /*use_file_locking=*/false, /*ignore_when_disabled=*/true), path,
+        "cannot turn file locking off");
+#endif
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
   if (f < 0) fail(path, "cannot open as an HDF5 file (missing, truncated or not HDF5)");
   return File(f, path);
 }
