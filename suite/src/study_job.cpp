@@ -12,6 +12,8 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/error.hpp"
@@ -149,9 +151,9 @@ class StudyJob {
         out_(g_.quiet ? 0 : g_.verbose ? 2 : 1) {}
 
   int run() {
+    checkpoints_ = checkpoints_by_run(runs_dir_);  // as the study starts
     look();
     make_schedule();
-    checkpoints_ = checkpoints_by_run(runs_dir_);  // as the study starts
     if (g_.dry_run) {
       if (lead_) print_dry_run(dry_run());
       return 0;
@@ -184,11 +186,14 @@ class StudyJob {
   }
 
   // Rank 0 looks at what is there, once per run file that exists (no stat per
-  // run per process on a parallel file system), and tells the others.
+  // run per process on a parallel file system), and what the runs with
+  // checkpoints have left, and tells the others.
   void look() {
     state_.assign(plan_.size(), std::int64_t(RunFileState::missing));
     why_.assign(plan_.size(), "");
     planned_stamp_.assign(plan_.size(), 0);
+    std::vector<std::int64_t> left(plan_.size());
+    for (std::size_t i = 0; i < plan_.size(); ++i) left[i] = plan_[i].cost;
     if (lead_) {
       std::error_code ec;
       if (fs::is_directory(runs_dir_, ec)) check_results_schema(job_.request.study_dir);
@@ -202,11 +207,47 @@ class StudyJob {
           ++complete_;
         }
         if (state_[i] != std::int64_t(RunFileState::missing)) planned_stamp_[i] = stamp(plan_[i].id);
+        if (const auto rest = to_run(i) ? cost_left(i) : std::nullopt) {
+          left[i] = *rest;
+          resumable_.insert(plan_[i].id);
+        }
       }
       if (complete_ > 0) measured_rate_ = rate_sum / double(complete_);
     }
     session_.broadcast(state_);
     session_.broadcast(planned_stamp_);
+    session_.broadcast(left);
+    for (std::size_t i = 0; i < plan_.size(); ++i) plan_[i].cost = left[i];
+  }
+
+  // The checkpoint of a run on `procs` processes written by the one of group rank `rank`.
+  std::string checkpoint_path(const std::string& id, int procs, int rank) const {
+    const std::string name = procs == 1 ? id + ".ckpt.h5"
+                                        : id + ".ckpt.r" + std::to_string(rank) + "of" + std::to_string(procs) + ".h5";
+    return (runs_dir_ / name).string();
+  }
+
+  // What run i has left to compute after the step of a complete set of
+  // checkpoints (every process of its layout, at one step), so that the
+  // schedule and the estimates count what is left; nullopt without such a set
+  // (the run starts over).
+  std::optional<std::int64_t> cost_left(std::size_t i) const {
+    const PlannedRun& p = plan_[i];
+    if (g_.force || !checkpoints_.count(p.id)) return std::nullopt;
+    const int procs = procs_for_run(p.config, g_.procs_per_run, session_.size());
+    std::int64_t step = -1;
+    for (int q = 0; q < procs; ++q) {
+      std::int64_t s = -1;
+      try {
+        s = h5::File::open_read(checkpoint_path(p.id, procs, q)).root().get_int("step");
+      } catch (const Error&) {
+        return std::nullopt;  // missing (another layout's) or unreadable
+      }
+      if (step >= 0 && s != step) return std::nullopt;
+      step = s;
+    }
+    const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
+    return std::max<std::int64_t>(0, p.cost - step * global);
   }
 
   // Processes per run, and the schedule of the runs still to do. Dynamic: groups
@@ -250,7 +291,7 @@ class StudyJob {
     d.threads = g_.threads;
     d.processes = session_.size();
     d.data_notes = job_.data_notes;
-    for (const auto& [id, files] : checkpoints_) d.resumable.insert(id);
+    d.resumable = resumable_;
     d.procs = procs_;
     d.schedule = schedule_;
     d.dynamic = dynamic_;
@@ -417,6 +458,7 @@ class StudyJob {
   std::vector<std::string> ids_;  // run ids in the schedule's order
   double makespan_ = 0, total_ = 0;  // estimated costs
   std::map<std::string, std::vector<std::string>> checkpoints_;
+  std::set<std::string> resumable_;  // runs with a complete set of checkpoints (lead process)
   std::map<int, std::vector<std::size_t>> of_size_;  // processes -> positions in the schedule
   std::unique_ptr<StudyIndex> index_;  // rewritten after each run this process leads, and at the end
   std::unique_ptr<ClaimQueue> queue_;
@@ -441,11 +483,7 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   const std::string tag = "[run " + std::to_string(i + 1) + "/" + std::to_string(plan_.size()) + "] ";
   const std::string file = (runs_dir_ / (p.id + ".h5")).string();
   const int nprocs = int(pl.ranks.size());
-  auto ckpt_of = [&](int group_rank) {
-    return (runs_dir_ / (p.id + (nprocs == 1 ? std::string(".ckpt.h5")
-                                              : ".ckpt.r" + std::to_string(group_rank) + "of" +
-                                                    std::to_string(nprocs) + ".h5"))).string();
-  };
+  auto ckpt_of = [&](int group_rank) { return checkpoint_path(p.id, nprocs, group_rank); };
   const std::string ckpt = ckpt_of(int(me - pl.ranks.begin()));
   const std::string axes_str = axes_text(p.values, job_.request.swept);
   Output quiet_out(0);

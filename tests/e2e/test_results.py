@@ -27,7 +27,7 @@ class Results(TempFolderTest):
         super().setUpClass()
         cls.data = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 200, 50)
 
-    def run_study(self, *args, output=None, study_text=None):
+    def run_study(self, *args, output=None, study_text=None, env=None):
         cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1",
                "--output", output or os.path.join(self.tmp, "out"), "--threads", "1"]
         if study_text is not None:
@@ -35,7 +35,7 @@ class Results(TempFolderTest):
             with open(path, "w") as f:
                 f.write(study_text)
             cmd += ["--study", path]
-        return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=300)
+        return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=300, env=env)
 
     def test_index_and_run_files_read_with_h5py_pandas_and_h5dump(self):
         study = "[study]\nname = readable\nseeds = 2\n[sweep]\nworkers = 1,2\noverlap = 0,0.5\nsync_period = 2\n"
@@ -97,18 +97,26 @@ class Results(TempFolderTest):
 
     def test_dry_run_shows_what_another_job_is_doing(self):
         out = os.path.join(self.tmp, "dry-states")
-        r = self.run_study("--workers", "1,2,4", "--dry_run", output=out)
-        ids = re.findall(r"^ +\d+ +([0-9a-f]{16}) +to run ", r.stdout, re.M)
-        self.assertEqual(len(ids), 3, r.stdout)
+        args = ["--workers", "1,2,4", "--checkpoint_steps", "2"]
+        r = self.run_study(*args, "--dry_run", output=out)
+        cost = dict(re.findall(r"^ +\d+ +([0-9a-f]{16}) +to run +(\d+) ", r.stdout, re.M))
+        self.assertEqual(len(cost), 3, r.stdout)
+        # Killed at its 5th step, the first run trained has a checkpoint at step 4.
+        r = self.run_study(*args, output=out, env=dict(os.environ, DPSTUDY_TEST_KILL_AT="step:5"))
+        self.assertEqual(r.returncode, -9, r.stderr)
+        [killed] = re.findall(r"\] ([0-9a-f]{16}) .*: starting", r.stdout)
+        other = [i for i in cost if i != killed]
         runs = os.path.join(out, "mlp-mnist", "runs")
-        os.makedirs(runs)
-        open(os.path.join(runs, ids[0] + ".claim"), "w").close()    # a group of a running MPI job took it
-        open(os.path.join(runs, ids[1] + ".ckpt.h5"), "w").close()  # an interrupted run
-        r = self.run_study("--workers", "1,2,4", "--dry_run", output=out)
+        open(os.path.join(runs, other[0] + ".claim"), "w").close()  # a group of a running MPI job took it
+        open(os.path.join(runs, other[1] + ".ckpt.h5"), "w").close()  # unreadable: the run starts over
+        r = self.run_study(*args, "--dry_run", output=out)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stdout, ids[0] + r" +running ")
-        self.assertRegex(r.stdout, ids[1] + r" +resumable ")
-        self.assertRegex(r.stdout, ids[2] + r" +to run ")
+        self.assertRegex(r.stdout, other[0] + r" +running ")
+        self.assertRegex(r.stdout, other[1] + r" +to run +" + cost[other[1]] + " ")
+        # What the killed run has left: its steps after the 4th, W b samples each.
+        m = re.search(killed + r" +resumable +(\d+) +workers=(\d+)", r.stdout)
+        self.assertTrue(m, r.stdout)
+        self.assertEqual(int(m.group(1)), int(cost[killed]) - 4 * int(m.group(2)) * 10)
         self.assertIn("# runs: 1 running, 1 resumable, 1 to run\n", r.stdout)
 
     def test_dry_run_plans_with_the_official_size_when_the_dataset_is_not_here(self):
