@@ -227,27 +227,49 @@ class StudyJob {
     return (runs_dir_ / name).string();
   }
 
-  // What run i has left to compute after the step of a complete set of
-  // checkpoints (every process of its layout, at one step), so that the
-  // schedule and the estimates count what is left; nullopt without such a set
-  // (the run starts over).
-  std::optional<std::int64_t> cost_left(std::size_t i) const {
-    const PlannedRun& p = plan_[i];
-    if (g_.force || !checkpoints_.count(p.id)) return std::nullopt;
-    const int procs = procs_for_run(p.config, g_.procs_per_run, session_.size());
+  // The step of run `id`'s complete set of checkpoints for `procs` processes
+  // (every one there, at one step); nullopt without one.
+  std::optional<std::int64_t> set_step(const std::string& id, int procs) const {
     std::int64_t step = -1;
     for (int q = 0; q < procs; ++q) {
       std::int64_t s = -1;
       try {
-        s = h5::File::open_read(checkpoint_path(p.id, procs, q)).root().get_int("step");
+        s = h5::File::open_read(checkpoint_path(id, procs, q)).root().get_int("step");
       } catch (const Error&) {
-        return std::nullopt;  // missing (another layout's) or unreadable
+        return std::nullopt;  // missing or unreadable
       }
       if (step >= 0 && s != step) return std::nullopt;
       step = s;
     }
-    const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
-    return std::max<std::int64_t>(0, p.cost - step * global);
+    return step;
+  }
+
+  // What run i has left to compute after the step of its complete set of
+  // checkpoints, so that the schedule and the estimates count what is left;
+  // nullopt without one (the run starts over). A job resumes only a set of its
+  // own processes per run; a dry run, which may have fewer processes than the
+  // job it watches, takes any layout's.
+  std::optional<std::int64_t> cost_left(std::size_t i) const {
+    const PlannedRun& p = plan_[i];
+    const auto files = checkpoints_.find(p.id);
+    if (g_.force || files == checkpoints_.end()) return std::nullopt;
+    std::set<int> layouts = {procs_for_run(p.config, g_.procs_per_run, session_.size())};
+    for (const std::string& f : g_.dry_run ? files->second : std::vector<std::string>{}) {
+      int rank = 0, procs = 0;
+      const std::string name = fs::path(f).filename().string();
+      if (std::sscanf(name.c_str() + p.id.size(), ".ckpt.r%dof%d.h5", &rank, &procs) == 2 && procs > 1) {
+        layouts.insert(procs);
+      } else if (name == p.id + ".ckpt.h5") {
+        layouts.insert(1);
+      }
+    }
+    for (const int procs : layouts) {
+      if (const auto step = set_step(p.id, procs)) {
+        const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
+        return std::max<std::int64_t>(0, p.cost - *step * global);
+      }
+    }
+    return std::nullopt;
   }
 
   // Processes per run, and the schedule of the runs still to do. Dynamic: groups

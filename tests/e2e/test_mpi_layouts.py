@@ -148,6 +148,10 @@ class Layouts(TempFolderTest):
         ckpts = sorted(f for f in os.listdir(os.path.join(out, "s", "runs")) if ".ckpt." in f)
         self.assertEqual(len(ckpts), 2, ckpts)  # one per process: r0of2, r1of2
         self.assertTrue(ckpts[0].endswith(".ckpt.r0of2.h5"), ckpts)
+        # Watched from one process (a login node): resumable, with what is left after
+        # step 20 of 48 (20 steps of W b = 20 samples: 960 - 400).
+        r, _ = self.study(out, 0, *args[:-2], "--dry_run")
+        self.assertRegex(r.stdout, ckpts[0].split(".")[0] + r" +resumable +560 +sync_period=1")
         r, _ = self.study(out, 2, *args)
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(os.path.join(out, "s", "log.txt")) as log:
@@ -249,7 +253,7 @@ class Layouts(TempFolderTest):
         os.remove(os.path.join(runs, ids[0] + ".h5"))
         with open(os.path.join(runs, ids[0] + ".claim"), "w") as f:
             f.write("another-node 4242\n")
-        r, _ = self.study(out, 0, *args, "--dry_run")
+        r, _ = self.study(out, 0, *args[:-2], "--dry_run")
         self.assertRegex(r.stdout, ids[0] + r" +running")
         r, _ = self.study(out, 0, *args)
         self.assertEqual(r.returncode, 0, r.stderr)
