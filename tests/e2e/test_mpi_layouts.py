@@ -253,7 +253,7 @@ class Layouts(TempFolderTest):
         os.remove(os.path.join(runs, ids[0] + ".h5"))
         with open(os.path.join(runs, ids[0] + ".claim"), "w") as f:
             f.write("another-node 4242\n")
-        r, _ = self.study(out, 0, *args[:-2], "--dry_run")
+        r, _ = self.study(out, 0, *args, "--dry_run")
         self.assertRegex(r.stdout, ids[0] + r" +running")
         r, _ = self.study(out, 0, *args)
         self.assertEqual(r.returncode, 0, r.stderr)
