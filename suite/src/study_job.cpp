@@ -537,22 +537,7 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   // step. Each reads the same files, but a read can fail on one alone (a
   // parallel file system): the processes agree, or they would train from
   // different steps, pair collectives of different steps, and hang at the end.
-  bool resume = !g_.force;
-  std::int64_t step = -1;
-  for (int q = 0; q < nprocs && resume; ++q) {
-    try {
-      if (!fs::exists(ckpt_of(q), ec)) {
-        resume = false;
-        break;
-      }
-      const h5::File f = h5::File::open_read(ckpt_of(q));
-      const std::int64_t s = f.root().get_int("step");
-      resume = step < 0 || s == step;
-      step = s;
-    } catch (const Error&) {
-      resume = false;
-    }
-  }
+  bool resume = !g_.force && set_step(p.id, nprocs).has_value();
   resume = rc.comm->agree(resume ? 0 : 1) == 0;
   if (!resume && !g_.force && leader && checkpoints_.count(p.id)) {
     o.line(tag + "its checkpoints are not a complete set for " + std::to_string(nprocs) +
