@@ -42,11 +42,4 @@ const char* stop_signal_name() {
   }
 }
 
-void request_stop(int signal) { on_stop_signal(signal); }
-
-void clear_stop() {
-  g_signal = 0;
-  g_interrupts = 0;
-}
-
 }  // namespace dpstudy

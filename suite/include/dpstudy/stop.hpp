@@ -17,8 +17,4 @@ bool stop_requested();
 // "SIGTERM", "SIGUSR1", "SIGINT", or "" before any.
 const char* stop_signal_name();
 
-// What a handled signal does, for tests: request_stop(SIGUSR1); clear_stop() undoes it.
-void request_stop(int signal);
-void clear_stop();
-
 }  // namespace dpstudy
