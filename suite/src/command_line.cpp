@@ -2,6 +2,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -127,6 +128,22 @@ std::string find_study_file(const std::string& given) {
     if (fs::exists(fs::path(dir) / given, ec)) return (fs::path(dir) / given).string();
   }
   return given;
+}
+
+// The name is a folder under --output and a word in logs that tools split on
+// whitespace (dpstudy-slurm), so it is one plain path component.
+void check_study_name(const std::string& name, const std::string& study_file) {
+  const bool plain = !name.empty() && name.size() <= 128 && name.front() != '.' && name.front() != '-' &&
+                     std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                       return std::isalnum(c) || c == '.' || c == '_' || c == '-' || c == '+';
+                     });
+  if (plain) return;
+  const std::string allowed =
+      "must be 1 to 128 letters, digits, '.', '_', '-' or '+', not starting with '.' or '-' (it names the study's "
+      "folder under --output)";
+  if (study_file.empty()) throw ConfigError("name", name, allowed);
+  throw ConfigError("name", name, allowed + "; it comes from the file name of " + study_file +
+                                      ": give the study a name key");
 }
 
 }  // namespace
@@ -262,7 +279,9 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
   }
   r.rules = parse_exclude(exclude, keys);
   r.study_mode = !g.study_file.empty() || vm.count("output") || !r.swept.empty() || g.dry_run || g.rebuild_index;
-  if (r.name.empty()) r.name = g.study_file.empty() ? workload.name : fs::path(g.study_file).stem().string();
+  const bool name_given = !r.name.empty();
+  if (!name_given) r.name = g.study_file.empty() ? workload.name : fs::path(g.study_file).stem().string();
+  check_study_name(r.name, name_given ? "" : g.study_file);
   r.study_dir = (fs::path(g.output) / r.name).string();
   return r;
 }

@@ -80,6 +80,7 @@ Plan plan_runs(const Request& request, const Workload& workload) {
         if (planned_ids.insert(p.id).second) plan.runs.push_back(std::move(p));
       } catch (const std::exception& e) {
         if (!request.study_mode) throw;
+        if (request.swept.empty()) throw UsageError(e.what());  // one combination: no list to pick from
         invalid.push_back("  " + axes_text(combo, request.swept) + ": " + e.what());
       }
     }

@@ -208,7 +208,8 @@ void load_data(Job& job) {
     const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
     if (n / global == 0) {
       throw ConfigError("batch_size", std::to_string(p.config.batch_size),
-                        "is too large for " + axes_text(p.values, swept) + ": workers x batch_size = " +
+                        "is too large" + (swept.empty() ? std::string() : " for " + axes_text(p.values, swept)) +
+                            ": workers x batch_size = " +
                             std::to_string(global) + " exceeds the " + std::to_string(n) + " training samples");
     }
     p.cost = (n / global) * p.config.epochs * global;
