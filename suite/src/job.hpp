@@ -84,6 +84,7 @@ struct PlannedRun {
 struct Plan {
   std::vector<PlannedRun> runs;  // one per distinct run id
   std::size_t excluded = 0;      // combinations --exclude dropped
+  std::vector<std::string> notes;  // "# warning: ..." lines: exclude rules that drop nothing
 };
 
 // Every combination resolved now: bad values are reported before anything runs.

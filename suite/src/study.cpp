@@ -179,23 +179,18 @@ std::vector<ExcludeRule> parse_exclude(const std::string& text, const std::vecto
   return rules;
 }
 
-bool is_excluded(const std::vector<ExcludeRule>& rules, const RawValues& combination) {
-  for (const auto& rule : rules) {
-    bool all = true;
-    for (const auto& c : rule) {
-      const auto it = std::find_if(combination.begin(), combination.end(), [&](const auto& kv) { return kv.first == c.key; });
-      if (it == combination.end()) {
-        all = false;
-        break;
-      }
-      if (!holds(c, it->second)) {
-        all = false;
-        break;
-      }
-    }
-    if (all) return true;
+std::string to_string(const ExcludeRule& rule) {
+  std::string s;
+  for (const auto& c : rule) s += (s.empty() ? "" : " & ") + c.key + c.op + c.value;
+  return s;
+}
+
+bool matches(const ExcludeRule& rule, const RawValues& combination) {
+  for (const auto& c : rule) {
+    const auto it = std::find_if(combination.begin(), combination.end(), [&](const auto& kv) { return kv.first == c.key; });
+    if (it == combination.end() || !holds(c, it->second)) return false;
   }
-  return false;
+  return true;
 }
 
 std::vector<RawValues> cartesian_product(const std::vector<std::pair<std::string, std::vector<std::string>>>& axes) {

@@ -28,6 +28,7 @@ void print_dry_run(const DryRun& d) {
               "(docs/engine.md#threads)\n",
               d.threads, g.parallel.c_str(), d.side_by_side, plan.size() - d.side_by_side);
   for (const auto& note : d.data_notes) std::printf("%s\n", note.c_str());
+  for (const auto& note : d.plan->notes) std::printf("%s\n", note.c_str());
   // What another job on this study is doing shows in the folder: a claim is a
   // run being trained now, a checkpoint a run that will resume.
   std::set<std::string> claimed;

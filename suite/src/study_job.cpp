@@ -346,6 +346,7 @@ class StudyJob {
       out_.line("# study " + job_.request.name + ": " + std::to_string(plan_.size()) + " runs, " +
                 std::to_string(complete_) + " already complete; results in " + job_.request.study_dir + "; " +
                 std::to_string(session_.size()) + " process(es)");
+      for (const auto& note : job_.plan.notes) out_.line(note, 0);
       if (!g_.quiet) print_header(job_.prog, g_.parallel);
     }
   }

@@ -54,14 +54,42 @@ PlannedRun resolve(const RawValues& combo, const Workload& workload) {
   return p;
 }
 
+// Why a rule drops nothing, which is most often a slip: a ',' for ';', a key
+// left at its default, a value no axis has.
+std::string unmatched_rule_note(const ExcludeRule& rule, const decltype(Request::axes)& axes) {
+  std::string why;
+  for (const auto& c : rule) {
+    const auto axis = std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.first == c.key; });
+    std::string part;
+    if (axis == axes.end()) {
+      part = c.key + " is not given by the study (its default applies; rules see only the values a study gives)";
+    } else {
+      std::string values;
+      for (const auto& v : axis->second) values += (values.empty() ? "" : ", ") + v;
+      part = c.key + " takes " + values;
+    }
+    why += (why.empty() ? "" : "; ") + part;
+    if (c.value.find(',') != std::string::npos) why += " (rules are separated by ';', comparisons joined by '&')";
+  }
+  return "# warning: the exclude rule '" + to_string(rule) + "' drops no combination: " + why;
+}
+
 }  // namespace
 
 Plan plan_runs(const Request& request, const Workload& workload) {
   Plan plan;
   std::set<std::string> planned_ids;  // combinations that resolve to one config run once
   std::vector<std::string> invalid;
+  std::vector<std::size_t> dropped_by(request.rules.size());
   for (const RawValues& base : cartesian_product(request.axes)) {
-    if (is_excluded(request.rules, base)) {
+    bool dropped = false;
+    for (std::size_t i = 0; i < request.rules.size(); ++i) {
+      if (matches(request.rules[i], base)) {
+        ++dropped_by[i];
+        dropped = true;
+      }
+    }
+    if (dropped) {
       ++plan.excluded;
       continue;
     }
@@ -92,6 +120,9 @@ Plan plan_runs(const Request& request, const Workload& workload) {
     throw UsageError(msg);
   }
   if (plan.runs.empty()) throw UsageError("the study has no runs (every combination is excluded)");
+  for (std::size_t i = 0; i < request.rules.size(); ++i) {
+    if (dropped_by[i] == 0) plan.notes.push_back(unmatched_rule_note(request.rules[i], request.axes));
+  }
   return plan;
 }
 

@@ -46,7 +46,11 @@ Comparison parse_comparison(const std::string& text, const std::string& option, 
 bool holds(const Comparison& c, const std::string& value);
 using ExcludeRule = std::vector<Comparison>;
 std::vector<ExcludeRule> parse_exclude(const std::string& text, const std::vector<std::string>& known_keys);
-bool is_excluded(const std::vector<ExcludeRule>& rules, const RawValues& combination);
+// Whether every comparison of `rule` holds for `combination` (a key the
+// combination does not give never holds).
+bool matches(const ExcludeRule& rule, const RawValues& combination);
+// "key=value & key>value", as the rule was given.
+std::string to_string(const ExcludeRule& rule);
 
 // The cartesian product of the axes, first key outermost.
 std::vector<RawValues> cartesian_product(const std::vector<std::pair<std::string, std::vector<std::string>>>& axes);
