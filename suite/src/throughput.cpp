@@ -236,8 +236,17 @@ int run_throughput(std::vector<ThroughputPoint> points, const ThroughputOptions&
     }
   }
   Collector collector(lead ? *console : static_cast<benchmark::BenchmarkReporter&>(null), index);
-  benchmark::RunSpecifiedBenchmarks(&collector);
+  const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&collector);
   benchmark::Shutdown();
+  if (ran == 0) {  // the same filter on every process: all stop here
+    std::string filter;
+    for (const auto& f : flags) {
+      if (f.rfind("--benchmark_filter=", 0) == 0) filter = f.substr(19);
+    }
+    throw ConfigError("benchmark_filter", filter,
+                      "matches none of the " + std::to_string(points.size()) +
+                          " benchmark(s) (list them with --benchmark_list_tests=true)");
+  }
   if (lead && !options.hdf5_path.empty() && !collector.rows.empty()) {
     write_table(options.hdf5_path, options, points, collector.rows);
     if (!options.quiet) std::printf("# throughput figures: %s (group /throughput)\n", options.hdf5_path.c_str());

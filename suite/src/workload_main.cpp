@@ -110,7 +110,10 @@ at::Device resolve_device(const std::string& name, int local_rank) {
 int fail(const Session& session, const std::string& prog, const std::string& run, const std::string& what, int code,
          bool usage) {
   std::string message = prog + ": error: ";
-  if (session.size() > 1) message += "rank " + std::to_string(session.rank()) + " on " + session.host() + ", run " + run + ": ";
+  if (session.size() > 1) {
+    message += "rank " + std::to_string(session.rank()) + " on " + session.host();
+    message += (run == "-" ? std::string() : ", run " + run) + ": ";  // "-": between runs
+  }
   message += what;
   if (usage) message += "\n(see " + prog + " --help)";
   ClaimQueue::release_held();  // the run is free for another job at once

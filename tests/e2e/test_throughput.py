@@ -138,6 +138,13 @@ class Throughput(TempFolderTest):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.split(), ["mlp-mnist/workers:1/batch:10/sync:1/procs:1/device:cpu/manual_time",
                                             "mlp-mnist/workers:2/batch:10/sync:1/procs:1/device:cpu/manual_time"])
+        # A filter matching nothing is a mistake, not an empty success (Google
+        # Benchmark alone exits 0), on every process alike.
+        for mpi in [0, 2] if MPIEXEC else [0]:
+            r = self.run_exe("--workers", "1,2", "--benchmark_filter=workers:4", "--quiet", mpi=mpi)
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn("--benchmark_filter: 'workers:4' matches none of the 2 benchmark(s) "
+                          "(list them with --benchmark_list_tests=true)", r.stderr)
         r = self.run_exe("--benchmark_colour=false")
         self.assertEqual(r.returncode, 2)
         self.assertIn("unrecognised Google Benchmark flag '--benchmark_colour=false'", r.stderr)
