@@ -137,6 +137,10 @@ class Analyze(TempFolderTest):
             self.assertIn(message, self.analyze("summary", self.main, "--by", "lr", "--where", bad, status=2))
         for args, message in (
                 (["compare", "--factor", "overlap", "--baseline", "0.7"], "--baseline: '0.7' is not a level of overlap"),
+                # A key the study did not sweep has nothing to compare (it printed empty tables).
+                (["compare", "--factor", "workers"], "--factor 'workers' has one value (2) in the 18 runs read"),
+                (["power", "--factor", "overlap", "--where", "overlap=0"], "--factor 'overlap' has one value (0) in"),
+                (["anova", "--factors", "overlap,workers"], "--factors 'workers' has one value (2)"),
                 (["power", "--factor", "overlap", "--effect", "-1"], "--effect: '-1' must be a standardised effect"),
                 (["power", "--factor", "overlap", "--effect", "inf"], "--effect: 'inf' must be a standardised effect"),
                 (["power", "--factor", "overlap", "--alpha", "5"], "--alpha: '5' must be in (0, 1)"),

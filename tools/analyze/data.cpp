@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "dpstudy/error.hpp"
@@ -108,6 +109,19 @@ void require_columns(const Runs& r, const std::vector<std::string>& keys, const 
       std::string all;
       for (const auto& c : r.columns) all += (all.empty() ? "" : ", ") + c;
       throw UsageError(std::string(what) + " '" + k + "' is not a column of the index; columns: " + all);
+    }
+  }
+}
+
+void require_levels(const Runs& r, const std::vector<std::string>& keys, const char* what) {
+  require_columns(r, keys, what);
+  for (const auto& k : keys) {
+    std::set<std::string> values;
+    for (const Run& run : r.runs) values.insert(run.text(k).value_or("(none)"));
+    if (values.size() < 2) {
+      throw UsageError(std::string(what) + " '" + k + "' has one value (" +
+                       (values.empty() ? std::string("no runs") : *values.begin()) + ") in the " +
+                       std::to_string(r.runs.size()) + " runs read: nothing to compare across it");
     }
   }
 }

@@ -32,6 +32,9 @@ void apply_where(Runs& r, const std::vector<std::string>& where);
 
 // Checks that every key is a column; UsageError listing the columns otherwise.
 void require_columns(const Runs& r, const std::vector<std::string>& keys, const char* what);
+// Checks that every key takes two or more values among the runs (a factor of
+// one level has nothing to compare); UsageError naming the one value otherwise.
+void require_levels(const Runs& r, const std::vector<std::string>& keys, const char* what);
 
 // A metric: a numeric index column, or SERIES@step=N / SERIES@epoch=E read from
 // each run's /eval series. NaN where a run has no value. UsageError listing the

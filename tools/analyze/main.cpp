@@ -97,6 +97,9 @@ int main(int argc, char** argv) {
     if (o.command == "steps-to-result" && o.by.empty()) o.by = {"batch_size"};
     Runs r = load_studies(o.dirs);
     apply_where(r, o.where);
+    // A factor of one level (a key the study did not sweep, or --where kept one) compares nothing.
+    if ((o.command == "compare" || o.command == "power") && !o.factor.empty()) require_levels(r, {o.factor}, "--factor");
+    if (o.command == "anova" && o.factors.size() >= 2) require_levels(r, o.factors, "--factors");
     if (o.command == "summary") {
       print(summary(r, o), format);
     } else if (o.command == "compare") {
