@@ -136,6 +136,16 @@ class LauncherInput(Workspace):
         r = launcher(self.study, "--workload", "no-such-workload", cwd=self.tmp)
         self.assertEqual(r.returncode, 2)
         self.assertIn("no executable dpstudy-no-such-workload", r.stderr)
+        r = launcher(self.study, "--workload", EXE, "--job-name", "it's \"x\"", "--", "--data_dir", self.data,
+                     cwd=self.tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--job-name 'it's \"x\"': cannot be written into an #SBATCH line", r.stderr)
+        # A value with a space goes in quotes (the one-node cluster test submits one).
+        r = launcher(self.study, "--workload", EXE, "--job-name", "my study", "--", "--data_dir", self.data,
+                     cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.tmp, "results", "slurmtest", "slurm.sbatch")) as f:
+            self.assertIn('#SBATCH --job-name="my study"\n', f.read())
 
     def test_a_time_limit_shorter_than_a_checkpoint_interval_warns_without_the_stop_before_it(self):
         # The stop before the limit checkpoints every running run; without it
@@ -217,12 +227,14 @@ class OnOneNodeCluster(Workspace):
     def test_scancel_stops_the_study_at_checkpoints_and_it_resumes(self):
         # scancel sends SIGTERM (SIGKILL after KillWait): the study checkpoints its
         # running run and stops; started again, it resumes to one process's bits.
+        # The results folder has a space and a '#', which #SBATCH lines must escape.
         reference = self.longer_study_and_its_reference()
-        results = os.path.join(self.tmp, "results", "slurmtest")
+        output = os.path.join(self.tmp, "my results #2")
+        results = os.path.join(output, "slurmtest")
         with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
             env = dict(cluster.env, **MPI_ENV)
             r = launcher(self.study, "--workload", EXE, "--tasks-per-node", "2", "--time", "10:00", "--submit",
-                         "--", "--data_dir", self.data, env=env, cwd=self.tmp)
+                         "--output", output, "--", "--data_dir", self.data, env=env, cwd=self.tmp)
             self.assertEqual(r.returncode, 0, r.stderr)
             job = r.stdout.strip().splitlines()[-1]
             log = os.path.join(results, f"slurm-{job}.out")
