@@ -117,6 +117,11 @@ std::vector<std::string> split_axis(const std::string& key, const std::string& t
   for (std::string item; std::getline(in, item, list_valued ? '|' : ',');) {
     item = trim(item);
     if (item.empty()) throw ConfigError(key, text, "has an empty value in its list");
+    // A value listed twice would run once (one run id), so `seeds = 1, 1` would
+    // quietly give one seed: most likely a slip.
+    if (std::find(out.begin(), out.end(), item) != out.end()) {
+      throw ConfigError(key, text, "lists '" + item + "' twice");
+    }
     out.push_back(item);
   }
   if (out.empty()) throw ConfigError(key, text, "is empty");
