@@ -117,6 +117,9 @@ void check(const JobOptions& g) {
     throw UsageError("'" + g.benchmark_flags.front() + "' is a Google Benchmark flag: it needs --mode throughput");
   }
   if (g.threads < 0) throw ConfigError("threads", std::to_string(g.threads), "must be >= 0");
+  if (g.expect_given && !(g.expect_accuracy >= 0 && g.expect_accuracy <= 1)) {  // 90 for 90 % fails every run
+    throw ConfigError("expect_accuracy", to_text(g.expect_accuracy), "must be a fraction in [0, 1] (0.9 for 90 %)");
+  }
 }
 
 // A study file not found as given is looked for among the shipped ones: the
@@ -285,7 +288,9 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
     r.swept.push_back("trial");
   }
   r.rules = parse_exclude(exclude, keys);
-  r.study_mode = !g.study_file.empty() || vm.count("output") || !r.swept.empty() || g.dry_run || g.rebuild_index;
+  // A reproduction is a study of one run: its file is written and compared with the reference.
+  r.study_mode = !g.study_file.empty() || vm.count("output") || !r.swept.empty() || g.dry_run || g.rebuild_index ||
+                 !g.reproduce.empty();
   const bool name_given = !r.name.empty();
   if (!name_given) r.name = g.study_file.empty() ? workload.name : fs::path(g.study_file).stem().string();
   check_study_name(r.name, name_given ? "" : g.study_file);

@@ -64,6 +64,18 @@ class Reproduce(TempFolderTest):
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "again", "reproduce-" + run_id, "runs",
                                                     run_id + ".h5")))
 
+    def test_without_output_it_writes_under_results_and_compares(self):
+        # The documented form. Without --output it trained the run as a single
+        # run: no file, no comparison, exit 0.
+        cwd = os.path.join(self.tmp, "here")
+        os.makedirs(cwd)
+        r = subprocess.run([MLP, "--reproduce", self.reference_workers, "--data_dir", self.data, "--quiet"],
+                           capture_output=True, text=True, cwd=cwd, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("# reproduce: identical", r.stdout)
+        run_id = os.path.basename(self.reference_workers)[:-3]
+        self.assertTrue(os.path.exists(os.path.join(cwd, "results", "reproduce-" + run_id, "runs", run_id + ".h5")))
+
     def test_a_run_of_workers_side_by_side_reproduces_on_any_threads(self):
         out = self.reproduce(MLP, self.reference_workers, "--threads", "1")
         self.assertIn("threads           2 -> 1", out)
