@@ -151,6 +151,16 @@ class FetchDatasets(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("cifar-10-binary.tar.gz: HTTP 404", r.stderr)
 
+    def test_a_destination_that_cannot_be_made_is_a_clear_error(self):
+        # Under a regular file: no folder can be made there, even as root (it was a traceback).
+        blocker = self.dest("a-file")
+        with open(blocker, "w") as f:
+            f.write("x")
+        r = self.fetch(os.path.join(blocker, "data"), "mnist")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"fetch-datasets: error: {blocker}/data: Not a directory; nothing was moved into place", r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+
     def test_unknown_dataset_is_a_usage_error(self):
         r = self.fetch(self.dest("dest-unknown"), "imagenet")
         self.assertEqual(r.returncode, 2)
