@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "dpstudy/runtime_info.hpp"
+
 namespace dpstudy {
 namespace {
 
-std::string host_name() {
+std::string processor_name() {
   char name[MPI_MAX_PROCESSOR_NAME] = "";
   int len = 0;
   MPI_Get_processor_name(name, &len);
@@ -26,7 +28,7 @@ void check(int rc, const char* call) {
   MPI_Error_string(rc, text, &len);
   int rank = -1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  throw MpiError("rank " + std::to_string(rank) + " on " + host_name() + ": " + call + " failed: " +
+  throw MpiError("rank " + std::to_string(rank) + " on " + processor_name() + ": " + call + " failed: " +
                  std::string(text, std::size_t(len)));
 }
 
@@ -66,13 +68,6 @@ bool cuda_aware() {
 #endif
 }
 
-bool launched_by_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
-    if (std::getenv(v)) return true;
-  }
-  return false;
-}
-
 Session::Session() {
   if (!launched_by_mpi()) return;
   check(MPI_Init(nullptr, nullptr), "MPI_Init");
@@ -86,7 +81,7 @@ Session::Session() {
   MPI_Comm_rank(node, &local_rank_);
   MPI_Comm_size(node, &local_size_);
   MPI_Comm_free(&node);
-  host_ = host_name();
+  host_ = processor_name();
 }
 
 Session::~Session() {

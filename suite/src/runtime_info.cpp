@@ -88,6 +88,13 @@ std::string mpi_library_version() {
 #endif
 }
 
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+    if (std::getenv(v)) return true;
+  }
+  return false;
+}
+
 std::string host_name() {
   char host[256] = "";
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "unknown";

@@ -11,6 +11,7 @@
 
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
+#include "dpstudy/runtime_info.hpp"
 #include "dpstudy/results.hpp"
 
 // Timing protocol (docs/performance.md):
@@ -227,7 +228,10 @@ int run_throughput(std::vector<ThroughputPoint> points, const ThroughputOptions&
       if (f.rfind("--benchmark_format=", 0) == 0) format = f.substr(19);
       if (f.rfind("--benchmark_color=", 0) == 0) color = f.substr(18);
     }
-    const bool colored = color == "true" || color == "yes" || (color == "auto" && isatty(fileno(stdout)));
+    // mpirun gives each process a pseudo-terminal of its own whatever the user's
+    // stdout is (a file, a pipe): colours only on request there.
+    const bool colored = color == "true" || color == "yes" ||
+                         (color == "auto" && isatty(fileno(stdout)) && !launched_by_mpi());
     if (format == "json") {
       console = std::make_unique<benchmark::JSONReporter>();
     } else {  // Google Benchmark deprecates its CSV reporter: console for anything else

@@ -120,6 +120,12 @@ class Throughput(TempFolderTest):
                           "mlp-mnist/workers:2/batch:10/sync:2/procs:2/device:cpu"])
         self.assertTrue(all(b["iterations"] == 10 for b in runs))  # fixed under MPI
         self.assertEqual(r.stdout.count('"benchmarks"'), 1)  # the lead process reports alone
+        # mpirun gives the processes pseudo-terminals: the console table came
+        # with colour codes even into a pipe or a log file.
+        r = self.run_exe("--workers", "2", "--iterations", "2", "--quiet", mpi=2)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("mlp-mnist/workers:2/batch:10/sync:1/procs:2/device:cpu", r.stdout)
+        self.assertNotIn("\x1b[", r.stdout)
 
     def test_bad_input(self):
         r = subprocess.run([EXE, "--benchmark_filter=x"], capture_output=True, text=True)

@@ -25,11 +25,7 @@ namespace mpi {
 // MPIX_Query_cuda_support); otherwise GPU buffers are averaged through host copies.
 bool cuda_aware();
 
-// True when this process was started by mpirun / mpiexec / srun (their
-// environment variables are set); then the session initialises MPI.
-bool launched_by_mpi();
-
-// Initialises MPI in its constructor (if launched_by_mpi()) and finalises it.
+// Initialises MPI in its constructor (if launched_by_mpi(), runtime_info.hpp) and finalises it.
 class Session {
  public:
   Session();

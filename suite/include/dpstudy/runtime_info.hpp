@@ -21,6 +21,10 @@ std::string torch_version();
 // from /proc/self/exe so that an installed tree can be moved; "" if not there.
 std::string installed_share_dir();
 std::string mpi_library_version();  // "none" when built without MPI
+// True when this process was started by mpirun / mpiexec / srun (their
+// environment variables are set; also in a build without MPI). Then a Session
+// initialises MPI, and stdout may be a launcher's pseudo-terminal, not the user's.
+bool launched_by_mpi();
 // This machine's name (gethostname), "unknown" if it has none.
 std::string host_name();
 // The CPUs this process may run on (its affinity mask: mpirun's binding, a
