@@ -3,7 +3,10 @@
 //   command_line.cpp  options and study file -> Request
 //   study_plan.cpp    Request -> the runs, each config resolved and checked
 //   workload_main.cpp device, threads, data; one run on the console
-//   study_job.cpp     a study: resume, placement, claims, run files, index
+//   study_job.cpp     a study: what is done, the schedule, claims (study_job.hpp)
+//   study_run.cpp     one of its runs: resumed or started, trained, written
+//   study_finish.cpp  the index, the study's table, the checks asked for
+//   run_checkpoints.cpp the runs' checkpoint files and their sets
 //   study_dry_run.cpp --dry_run's tables
 //   throughput_mode.cpp, reproduce.cpp: --mode throughput, --reproduce
 // Private to the library; this header stays free of LibTorch's.

@@ -33,6 +33,10 @@ void install_stop_handlers() {
 
 bool stop_requested() { return g_signal != 0; }
 
+std::string stop_cause() {
+  return *stop_signal_name() ? stop_signal_name() : "a signal to another process";
+}
+
 const char* stop_signal_name() {
   switch (g_signal) {
     case SIGTERM: return "SIGTERM";

@@ -8,6 +8,8 @@
 // escalation is SIGKILL: Slurm's after KillWait).
 #pragma once
 
+#include <string>
+
 namespace dpstudy {
 
 // Installs the handlers (studies only: a single run has nowhere to checkpoint).
@@ -16,5 +18,8 @@ void install_stop_handlers();
 bool stop_requested();
 // "SIGTERM", "SIGUSR1", "SIGINT", or "" before any.
 const char* stop_signal_name();
+// What stopped a study: the signal this process received, or "a signal to
+// another process" (one of the job's processes received it and told the others).
+std::string stop_cause();
 
 }  // namespace dpstudy

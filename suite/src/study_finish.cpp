@@ -1,0 +1,94 @@
+// The end of a study's job: the index, the study's table, the checks asked for.
+#include <cstdio>
+
+#include "dpstudy/hdf5.hpp"
+#include "dpstudy/stop.hpp"
+#include "study_job.hpp"
+
+namespace fs = std::filesystem;
+
+namespace dpstudy {
+
+// The lead process, once every process is through: the index, the study's
+// table, the checks asked for; 5 when the study was stopped.
+int StudyJob::finish(bool stopped) {
+  std::error_code ec;
+  std::vector<std::string> skipped;
+  std::size_t indexed = index_->rebuild(&skipped);
+  // Another job on this study may have written a run file while this one was
+  // indexing, and its own index before this one's: index until none is missing.
+  const auto run_files = [&] {
+    std::size_t n = 0;
+    for (const auto& entry : fs::directory_iterator(runs_dir_, ec)) {
+      const std::string f = entry.path().filename().string();
+      if (f.size() > 3 && f.compare(f.size() - 3, 3, ".h5") == 0 && f.find(".ckpt.") == std::string::npos) ++n;
+    }
+    return n;
+  };
+  for (int again = 0; again < 3 && run_files() > indexed + skipped.size(); ++again) {
+    skipped.clear();
+    indexed = index_->rebuild(&skipped);
+  }
+  for (const auto& sk : skipped) out_.line("# skipped corrupt run file in the index: " + sk);
+
+  // The study's runs, from their files; a run without one is another job's, still running.
+  int failed_checks = 0;
+  std::size_t elsewhere = 0;
+  const std::vector<std::string>& swept = job_.request.swept;
+  std::printf("# %-16s  %-10s  %9s  %s\n", "run id", "status", "test acc", "axes");
+  for (const auto& p : plan_) {
+    const std::string file = (runs_dir_ / (p.id + ".h5")).string();
+    if (!fs::exists(file, ec)) {
+      ++elsewhere;
+      std::printf("  %-16s  %-10s  %9s  %s\n", p.id.c_str(), stopped ? "not done" : "elsewhere", "-",
+                  axes_text(p.values, swept).c_str());
+      if (g_.expect_given) ++failed_checks;  // not checked here
+      continue;
+    }
+    const h5::File f = h5::File::open_read(file);
+    const h5::Group summary = f.root().open_group("summary");
+    const double acc = summary.get_double("final_test_accuracy");
+    const std::string status = summary.get_string("status");
+    std::printf("  %-16s  %-10s  %8.2f%%  %s\n", p.id.c_str(), status.c_str(), 100 * acc,
+                axes_text(p.values, swept).c_str());
+    if (g_.expect_given && !(status == "completed" && acc >= g_.expect_accuracy)) ++failed_checks;
+  }
+  const std::string& name = job_.request.name;
+  const std::string& study_dir = job_.request.study_dir;
+  if (stopped) {
+    out_.line("# study " + name + " stopped by " + stop_cause() + ": " + std::to_string(plan_.size() - elsewhere) +
+                  " of " + std::to_string(plan_.size()) + " runs done, " + std::to_string(indexed) + " in " + study_dir +
+                  "/index.h5; " +
+                  (!g_.reproduce.empty() ? std::string("--reproduce starts over each time")
+                   : g_.force            ? std::string("without --force, the same command resumes the others")
+                            : std::string("the same command again resumes the others (those stopped from their "
+                                          "checkpoints)")),
+              0);
+  } else if (elsewhere > 0) {
+    out_.line("# study " + name + ": this job is done; " + std::to_string(elsewhere) + " of " +
+                  std::to_string(plan_.size()) + " runs are still running in another job (their claims in " +
+                  runs_dir_.string() + "), which indexes them when it finishes; " + std::to_string(indexed) +
+                  " runs in " + study_dir + "/index.h5 now",
+              0);
+  } else {
+    out_.line("# study " + name + " done: " + std::to_string(indexed) + " runs in " + study_dir + "/index.h5", 0);
+  }
+  if (training_s_ > 0) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "# results I/O: %.3f s (run files, index, checkpoints) for %.3f s of training: %.2f %%",
+                  results_io_s_, training_s_, 100 * results_io_s_ / training_s_);
+    out_.line(buf, 0);
+  }
+  if (stopped) return 5;
+  if (!g_.reproduce.empty()) {
+    return report_reproduction(g_.reproduce, job_.request.stored, plan_.front().id, runs_dir_.string());
+  }
+  if (g_.expect_given) {
+    std::printf("# check: %d run(s) below %.4f final test accuracy: %s\n", failed_checks, g_.expect_accuracy,
+                failed_checks ? "FAILED" : "ok");
+    return failed_checks ? 3 : 0;
+  }
+  return 0;
+}
+
+}  // namespace dpstudy

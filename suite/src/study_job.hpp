@@ -1,0 +1,101 @@
+// A study's job, in steps: look at what is in <output>/<study>/runs/, schedule
+// what is left on the job's processes (docs/mpi.md), train each run through its
+// claim so that several jobs on one study train each run once (study_job.cpp),
+// one run (study_run.cpp), then the index and the study's table
+// (study_finish.cpp). Includes LibTorch's headers (job_context.hpp).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dpstudy/results.hpp"
+#include "dpstudy/schedule.hpp"
+#include "job_context.hpp"
+#include "run_checkpoints.hpp"
+
+namespace dpstudy {
+
+// Lines to the console (by verbosity) and to the study's log file (all of them).
+class Output {
+ public:
+  explicit Output(int verbosity) : verbosity_(verbosity) {}
+  void open_log(const std::string& path) { log_.open(path, std::ios::app); }
+  void line(const std::string& text, int level = 1);
+
+ private:
+  int verbosity_;
+  std::ofstream log_;
+};
+
+// Maps a run's fraction done and its own ETA (s) to the study's ETA (s).
+using StudyEta = std::function<double(double, double)>;
+
+class StudyJob {
+ public:
+  explicit StudyJob(Job& job);
+  // The exit status: 0, 3 (--expect_accuracy), 4 (--reproduce differs), 5 (stopped).
+  int run();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  enum : long long { kHeld = 0, kMine = 1, kStopping = 2 };  // the answers of run_one's `claim`
+
+  bool to_run(std::size_t i) const { return g_.force || state_[i] != std::int64_t(RunFileState::complete); }
+  std::int64_t stamp(const std::string& id) const;
+  void look();
+  std::optional<std::int64_t> cost_left(std::size_t i) const;
+  void make_schedule();
+  DryRun dry_run() const;
+  void prepare_folder();
+  bool finished_elsewhere(std::size_t k) const;
+  std::function<void()> heartbeat_of(std::size_t k);
+  double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - study_start_).count(); }
+  void train();
+  void train_dynamic();
+  void take_runs(const Block& b, bool final_look);
+  void train_static();
+  bool run_one(const Placement& pl, const StudyEta& study_eta, const std::function<void()>& heartbeat,
+               const std::function<long long()>& claim = {});
+  int finish(bool stopped);
+
+  Job& job_;
+  const JobOptions& g_;
+  const Session& session_;
+  std::vector<PlannedRun>& plan_;
+  const std::filesystem::path runs_dir_;
+  const RunCheckpoints checkpoints_;  // as the study starts
+  const bool lead_;
+  Output out_;
+  std::vector<std::int64_t> state_;          // RunFileState per run, as the study starts
+  std::vector<std::string> why_;             // what is wrong with a corrupt run file
+  std::vector<std::int64_t> planned_stamp_;  // stamp() of each run file then
+  std::size_t complete_ = 0;
+  double measured_rate_ = 0;  // mean samples/s of the complete runs, for the estimate
+  std::vector<int> procs_;    // per run to do
+  bool dynamic_ = false;
+  bool stopped_ = false;  // a run of this process stopped (stop.hpp)
+  std::vector<Placement> schedule_;
+  std::vector<std::string> ids_;  // run ids in the schedule's order
+  double makespan_ = 0, total_ = 0;  // estimated costs
+  std::set<std::string> resumable_;  // runs with a complete set of checkpoints (lead process)
+  std::map<int, std::vector<std::size_t>> of_size_;  // processes -> positions in the schedule
+  std::unique_ptr<StudyIndex> index_;  // rewritten after each run this process leads, and at the end
+  std::unique_ptr<ClaimQueue> queue_;
+  double heartbeat_s_ = 60;
+  Clock::time_point study_start_, last_beat_;
+  double taken_work_ = 0;  // sample-gradients / processes of the runs this process has finished here
+  // Results I/O against training time, as measured in this invocation (lead
+  // process): run files, index rebuilds and checkpoints (docs/performance.md).
+  double training_s_ = 0, results_io_s_ = 0;
+};
+
+}  // namespace dpstudy

@@ -1,0 +1,189 @@
+// One run of a study on its processes: claimed, resumed from its checkpoints
+// or started, trained, and written with its provenance.
+#include <algorithm>
+#include <cstdio>
+
+#include "dpstudy/build_info.hpp"
+#include "dpstudy/error.hpp"
+#include "dpstudy/hdf5.hpp"
+#include "dpstudy/progress.hpp"
+#include "dpstudy/runtime_info.hpp"
+#include "dpstudy/stop.hpp"
+#include "study_job.hpp"
+
+namespace dpstudy {
+namespace {
+
+// In-run progress with the run's place in the study: the study's ETA comes from
+// the placement (see StudyJob::train_dynamic / train_static), given the run's
+// fraction done and its own ETA.
+class StudyProgress : public ProgressSink {
+ public:
+  StudyProgress(Output& out, std::string tag, std::function<double(double, double)> study_eta,
+                std::function<void()> heartbeat = {}, double interval_s = 5.0)
+      : out_(out),
+        tag_(std::move(tag)),
+        study_eta_(std::move(study_eta)),
+        heartbeat_(std::move(heartbeat)),
+        interval_(interval_s) {}
+  void message(const std::string& line) override { out_.line(tag_ + line, 2); }
+  void progress(const ProgressEvent& e) override {
+    if (!e.evaluation && e.elapsed_s - last_ < interval_) return;
+    last_ = e.elapsed_s;
+    if (heartbeat_) heartbeat_();
+    const double run_eta = e.step > 0 ? e.elapsed_s * double(e.total_steps - e.step) / double(e.step) : 0;
+    const double study_eta = study_eta_(double(e.step) / double(std::max<std::int64_t>(e.total_steps, 1)), run_eta);
+    const std::string acc = format_accuracy(e);
+    char buf[300];
+    std::snprintf(buf, sizeof buf, "%sepoch %d/%d  step %lld/%lld  loss %.4f%s  lr %.4g  run ETA %.0f s  study ETA %.0f s",
+                  tag_.c_str(), e.epoch, e.epochs, (long long)e.step, (long long)e.total_steps, e.loss, acc.c_str(), e.lr,
+                  run_eta, study_eta);
+    out_.line(buf, 1);
+  }
+
+ private:
+  Output& out_;
+  std::string tag_;
+  std::function<double(double, double)> study_eta_;
+  std::function<void()> heartbeat_;  // keeps the run's claim live (ClaimQueue)
+  double interval_, last_ = -1e9;
+};
+
+KeyValues provenance(const Job& job, const TrainingData& data, int processes, const Trainer& trainer) {
+  const BuildInfo b = build_info();
+  std::string command;
+  for (int i = 0; i < job.argc; ++i) command += (i ? " " : "") + std::string(job.argv[i]);
+  std::string checksums;
+  for (const auto& f : data.files) {
+    checksums += data.spec->name + "/" + f.name + " bytes=" + std::to_string(f.bytes) + " sha256=" + f.sha256 + "\n";
+  }
+  const BlasInfo blas = blas_info();
+  return {{"dpstudy_version", b.version},
+          {"git_commit", b.git_commit},
+          {"compiler", b.compiler},
+          {"build_type", b.build_type},
+          {"libtorch", torch_version()},
+          {"mpi_library", mpi_library_version()},
+          {"hdf5", h5::library_version()},
+          {"blas", blas.kind + " " + blas.library},
+          {"hostname", host_name()},
+          {"processes", std::int64_t(processes)},
+          {"threads", std::int64_t(trainer.threads())},
+          {"parallel", to_string(trainer.parallelism())},
+          {"device", data.train_x.device().str()},
+          {"deterministic", std::int64_t(job.request.options.deterministic)},
+#if DPSTUDY_WITH_MPI
+          {"mpi_cuda_aware", std::int64_t(mpi::cuda_aware())},
+#endif
+          {"command_line", command},
+          {"dataset_checksums", checksums}};
+}
+
+}  // namespace
+
+// One run on the processes pl.ranks (this one among them). `claim`, if given,
+// is asked on the run's first process whether this job may train it (static
+// placement: another job may hold it, or the job is stopping); kMine trains it.
+bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std::function<void()>& heartbeat,
+                       const std::function<long long()>& claim) {
+  const auto me = std::find(pl.ranks.begin(), pl.ranks.end(), session_.rank());
+  const bool leader = me == pl.ranks.begin();
+  const std::size_t i = pl.run;
+  PlannedRun& p = plan_[i];
+  job_.current_run = p.id;
+  const std::string tag = "[run " + std::to_string(i + 1) + "/" + std::to_string(plan_.size()) + "] ";
+  const std::string file = (runs_dir_ / (p.id + ".h5")).string();
+  const int nprocs = int(pl.ranks.size());
+  const std::string ckpt = checkpoints_.path(p.id, nprocs, int(me - pl.ranks.begin()));
+  const std::string axes_str = axes_text(p.values, job_.request.swept);
+  Output quiet_out(0);
+  Output& o = leader ? out_ : quiet_out;
+  RunComm rc(pl.ranks, p.config.workers, int(i));
+  if (claim) {
+    long long answer = leader ? claim() : kHeld;
+#if DPSTUDY_WITH_MPI
+    if (rc.group) rc.group->broadcast(answer);
+#endif
+    if (answer == kStopping) return false;
+    if (answer != kMine) {
+      o.line(tag + p.id + " " + axes_str + ": another job holds it; left to that job");
+      return false;
+    }
+  }
+  if (state_[i] == std::int64_t(RunFileState::corrupt) && leader) {
+    o.line(tag + p.id + ": run file is corrupt (" + why_[i] + "); rerunning");
+  }
+  o.line(tag + p.id + " " + axes_str + ": starting" +
+         (nprocs > 1 ? " on ranks " + std::to_string(pl.ranks.front()) + ".." + std::to_string(pl.ranks.back()) : ""));
+  std::string config_line = tag + "# config:";
+  for (const auto& [k, v] : p.key_values) config_line += " " + k + "=" + to_text(v);
+  o.line(config_line, 2);
+  const TrainingData& d = job_.data.at(p.config.dataset);
+  auto trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm, job_.execution);
+  // Resume only if every process of the run has its checkpoint at the same
+  // step. Each reads the same files, but a read can fail on one alone (a
+  // parallel file system): the processes agree, or they would train from
+  // different steps, pair collectives of different steps, and hang at the end.
+  bool resume = !g_.force && checkpoints_.set_step(p.id, nprocs).has_value();
+  resume = rc.comm->agree(resume ? 0 : 1) == 0;
+  if (!resume && !g_.force && leader && checkpoints_.listed(p.id)) {
+    o.line(tag + "its checkpoints are not a complete set for " + std::to_string(nprocs) +
+           " process(es) at one step (made with another --procs_per_run, or a kill between their writes); "
+           "starting over");
+  }
+  if (resume) {
+    std::string failure;
+    try {
+      trainer->restore_checkpoint(ckpt);
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+    if (rc.comm->agree(failure.empty() ? 0 : 1) == 0) {
+      o.line(tag + "resuming from its checkpoint at step " + std::to_string(trainer->current_step()));
+    } else {
+      o.line(tag + "checkpoint unusable (" + (failure.empty() ? "on another process of the run" : failure) +
+             "); starting over");
+      trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm, job_.execution);
+    }
+  }
+  RunRecord rec;
+  rec.run_id = p.id;
+  rec.study = job_.request.name;
+  rec.workload = job_.workload;
+  rec.started_utc = utc_now();
+  rec.study_text = job_.request.study_text;
+  rec.config = p.key_values;
+  rec.workers = p.config.workers;
+  StudyProgress progress(o, tag, study_eta, leader ? heartbeat : std::function<void()>());
+  const CheckpointPolicy policy{ckpt, g_.checkpoint_interval, g_.checkpoint_steps};
+  rec.result = trainer->run(&progress, policy);
+  rec.finished_utc = utc_now();
+  if (rec.result.summary.status == RunStatus::stopped) {
+    o.line(tag + p.id + " " + axes_str + ": stopped by " + stop_cause() + " at step " +
+           std::to_string(trainer->current_step()) + " of " + std::to_string(trainer->total_steps()) +
+           (!g_.reproduce.empty() ? "; --reproduce trains it from its start each time"
+            : g_.force            ? "; checkpointed, but --force starts every run over: run without it to resume"
+                                  : "; its checkpoint resumes it when the study is started again"));
+    stopped_ = true;
+    return true;
+  }
+  if (leader) {
+    const auto io0 = Clock::now();
+    rec.provenance = provenance(job_, d, nprocs, *trainer);
+    write_run_file(file, rec);
+    checkpoints_.remove(p.id, nprocs);
+    const RunSummary& sm = rec.result.summary;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, ": %s, final test accuracy %.2f %%, %.1f s", to_string(sm.status).c_str(),
+                  100 * sm.final_test_accuracy, sm.wall_time_s);
+    o.line(tag + p.id + " " + axes_str + buf);
+    std::vector<std::string> skipped;
+    index_->rebuild(&skipped);
+    results_io_s_ += std::chrono::duration<double>(Clock::now() - io0).count() + trainer->checkpoint_seconds();
+    training_s_ += sm.wall_time_s;
+  }
+  taken_work_ += double(p.cost) / nprocs;
+  return true;
+}
+
+}  // namespace dpstudy
