@@ -192,7 +192,7 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
     }
     std::string bad = e.get_option_name();
     while (!bad.empty() && bad[0] == '-') bad.erase(0, 1);
-    throw UsageError("unrecognised option '--" + bad + "'; did you mean --" + closest_key(bad, all) + "?");
+    throw UsageError("unrecognised option '--" + bad + "'" + did_you_mean(bad, all, "--", ""));
   }
   if (vm.count("version")) {
     const BuildInfo b = build_info();

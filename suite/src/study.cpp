@@ -61,7 +61,13 @@ std::string closest_key(const std::string& key, const std::vector<std::string>& 
       best = c;
     }
   }
-  return best;
+  return best_d <= std::max<std::size_t>(1, key.size() / 3) ? best : std::string();
+}
+
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates, const std::string& open,
+                         const std::string& close) {
+  const std::string near = closest_key(key, candidates);
+  return near.empty() ? std::string() : "; did you mean " + open + near + close + "?";
 }
 
 RawValues read_study_file(const std::string& path, const std::vector<std::string>& known, std::string* text,
@@ -100,8 +106,12 @@ RawValues read_study_file(const std::string& path, const std::vector<std::string
   for (const auto& opt : parsed.options) {
     const std::string full = opt.string_key;
     const std::string key = bare(full);
+    if (key.empty()) {
+      const std::string section = full.empty() ? "" : " (in section [" + full.substr(0, full.size() - 1) + "])";
+      throw UsageError(path + ": a line has no key before its '='" + section);
+    }
     if (std::find(known.begin(), known.end(), key) == known.end()) {
-      throw UsageError(path + ": unknown key '" + full + "'; did you mean '" + closest_key(key, known) + "'?");
+      throw UsageError(path + ": unknown key '" + full + "'" + did_you_mean(key, known, "'", "'"));
     }
     if (!seen.insert(key).second) throw UsageError(path + ": key '" + key + "' is given twice");
     const std::string value = opt.value.empty() ? "" : trim(opt.value.front());
@@ -174,8 +184,7 @@ std::vector<ExcludeRule> parse_exclude(const std::string& text, const std::vecto
     for (std::string cmp; std::getline(cmp_in, cmp, '&');) {
       const Comparison c = parse_comparison(cmp, "exclude", text);
       if (std::find(known.begin(), known.end(), c.key) == known.end()) {
-        throw ConfigError("exclude", text, "names unknown key '" + c.key + "'; did you mean '" +
-                                               closest_key(c.key, known) + "'?");
+        throw ConfigError("exclude", text, "names unknown key '" + c.key + "'" + did_you_mean(c.key, known, "'", "'"));
       }
       r.push_back(c);
     }

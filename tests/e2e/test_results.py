@@ -205,6 +205,9 @@ class Results(TempFolderTest):
             (None, ["--workers", "1,2", "--exclude", "workers=1;workers=2"], "every combination is excluded"),
             (None, ["--workers", "4,32"], "is too large for workers=32"),
             (None, ["--wrokers", "2"], "unrecognised option '--wrokers'; did you mean --workers?"),
+            # Nothing close: no suggestion (it suggested 'lr' for anything short).
+            ("[sweep]\nq = 2\n", [], "unknown key 'sweep.q'\n"),
+            ("[sweep]\n= 2\n", [], "a line has no key before its '=' (in section [sweep])"),
         ]
         for text, args, message in cases:
             r = self.run_study(*args, study_text=text, output=os.path.join(self.tmp, "bad"))

@@ -23,8 +23,14 @@ using RawValues = std::vector<std::pair<std::string, std::string>>;
 RawValues read_study_file(const std::string& path, const std::vector<std::string>& known_keys,
                           std::string* text, const std::string& workload);
 
-// The closest of `candidates` to `key` (edit distance), for "did you mean".
+// The closest of `candidates` to `key` (edit distance), for "did you mean"; ""
+// when none is within a third of the key's length (at least 1 edit), so that
+// an unrelated key gets no suggestion.
 std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);
+// "; did you mean <open>K<close>?" for the closest key; "" when none is close
+// (the usage error's "see --help" line then says where the keys are).
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates, const std::string& open,
+                         const std::string& close);
 
 // One axis value list: "a,b,c" (for list-valued keys such as lr_milestones:
 // "150,225 | 100,150"). Throws ConfigError for empty values.
