@@ -3,9 +3,11 @@
 // The command line here; each command family in its own file (commands.hpp).
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <tuple>
 
 #include "commands.hpp"
 #include "dpstudy/error.hpp"
@@ -91,6 +93,20 @@ int main(int argc, char** argv) {
     o.by = split_list(by);
     o.within = split_list(within);
     o.factors = split_list(factors);
+    // A key twice in a list, or both compared and held fixed, is a slip: each group would be one level.
+    for (const auto& [option, list, text] : {std::tuple{"by", &o.by, by}, std::tuple{"factors", &o.factors, factors},
+                                             std::tuple{"within", &o.within, within}}) {
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        if (std::find(list->begin(), list->begin() + std::ptrdiff_t(i), (*list)[i]) != list->begin() + std::ptrdiff_t(i)) {
+          throw ConfigError(option, text, "names '" + (*list)[i] + "' twice");
+        }
+      }
+    }
+    for (const std::string& k : o.within) {
+      if (k == o.factor || std::find(o.factors.begin(), o.factors.end(), k) != o.factors.end()) {
+        throw ConfigError("within", within, "names '" + k + "', which is also compared: a family holds one level of it");
+      }
+    }
     const Format format = parse_format(o.format);
     interval_named(o.interval);  // both refused before the results are read
     if (o.style != "bars" && o.style != "band") throw ConfigError("style", o.style, "is not one of: bars, band");
