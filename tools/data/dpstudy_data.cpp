@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -166,7 +167,12 @@ int main(int argc, char** argv) {
     po::options_description all;
     all.add(named).add(hidden);
     po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    // --data_dir too, as the workloads spell it.
+    std::vector<std::string> words(argv + 1, argv + argc);
+    for (std::string& w : words) {
+      if (w.rfind("--", 0) == 0) std::replace(w.begin() + 2, std::find(w.begin(), w.end(), '='), '_', '-');
+    }
+    po::store(po::command_line_parser(words).options(all).positional(positional).run(), vm);
     po::notify(vm);
     if (vm.count("help") || command.empty()) {
       std::cout << kUsage << "\n" << named;
