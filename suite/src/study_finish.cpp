@@ -73,6 +73,15 @@ int StudyJob::finish(bool stopped) {
   } else {
     out_.line("# study " + name + " done: " + std::to_string(indexed) + " runs in " + study_dir + "/index.h5", 0);
   }
+  // Earlier invocations under this name with other keys or values (a study file
+  // edited since, more seeds): their runs stay in the index, and analyses read them.
+  const std::size_t listed = plan_.size() - elsewhere;
+  if (indexed > listed) {
+    out_.line("# the index also holds " + std::to_string(indexed - listed) + " run(s) that this invocation does not "
+                  "list (earlier ones under the name " + name + " with other keys or values); dpstudy-analyze reads "
+                  "them too: select with --where, or give the study another name",
+              0);
+  }
   if (training_s_ > 0) {
     char buf[200];
     std::snprintf(buf, sizeof buf, "# results I/O: %.3f s (run files, index, checkpoints) for %.3f s of training: %.2f %%",

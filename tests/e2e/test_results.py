@@ -37,6 +37,19 @@ class Results(TempFolderTest):
             cmd += ["--study", path]
         return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=300, env=env)
 
+    def test_runs_of_an_earlier_invocation_stay_indexed_and_are_named(self):
+        out = os.path.join(self.tmp, "edited")
+        r = self.run_study("--name", "edited", "--lr", "0.05", "--seeds", "2", "--quiet", output=out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("the index also holds", r.stdout)
+        # The study "edited": another learning rate under the same name.
+        r = self.run_study("--name", "edited", "--lr", "0.1", "--seeds", "2", "--quiet", output=out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("# study edited done: 4 runs in", r.stdout)
+        self.assertIn("# the index also holds 2 run(s) that this invocation does not list", r.stdout)
+        with h5py.File(os.path.join(out, "edited", "index.h5"), "r") as f:
+            self.assertEqual(sorted(f["index"]["lr"][()]), [0.05, 0.05, 0.1, 0.1])
+
     def test_index_and_run_files_read_with_h5py_pandas_and_h5dump(self):
         study = "[study]\nname = readable\nseeds = 2\n[sweep]\nworkers = 1,2\noverlap = 0,0.5\nsync_period = 2\n"
         r = self.run_study(study_text=study)
