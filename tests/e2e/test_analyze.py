@@ -105,6 +105,18 @@ class Analyze(TempFolderTest):
         self.assertEqual(rows[0]["pairs"], 3)  # seeds 1..3 in both levels
         self.assertTrue(0 <= rows[0]["Welch p"] <= 1)
 
+    def test_groups_that_pool_other_run_keys_say_so(self):
+        # main sweeps overlap, sync_period and lr: grouping by overlap alone mixes the others.
+        # Its lr 1000 runs diverged: among the completed runs (those the figures use) lr is one value.
+        out = self.analyze("summary", self.main, "--by", "overlap")
+        self.assertIn("# pooled over sync_period (1, 4): each group mixes runs of these values", out)
+        out = self.analyze("compare", self.main, "--factor", "overlap", "--within", "sync_period")
+        self.assertNotIn("pooled", out)
+        self.assertIn("pooled over sync_period", self.analyze("curves", self.main, "--by", "overlap"))
+        self.assertNotIn("pooled", self.analyze("summary", self.main, "--by", "overlap,sync_period,lr"))
+        # Seeds are the replicates, never a pooling.
+        self.assertNotIn("pooled", self.analyze("summary", self.batch, "--by", "batch_size"))
+
     def test_edge_cases_are_messages_not_crashes(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--where", "seed=1", "--where", "lr=0.05",
                            "--where", "sync_period=1")

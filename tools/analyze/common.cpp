@@ -73,6 +73,7 @@ Runs subset(const Runs& all, const std::vector<const Run*>& runs) {
   Runs r;
   r.columns = all.columns;
   r.units = all.units;
+  r.config_keys = all.config_keys;
   for (const Run* run : runs) r.runs.push_back(*run);
   return r;
 }

@@ -77,6 +77,7 @@ std::vector<Table> curves(const Runs& r, const Options& o) {
       t.rows.push_back(row);
     }
   }
+  if (const std::string note = pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);
   return {t};
 }
 

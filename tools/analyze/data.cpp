@@ -90,6 +90,18 @@ Runs load_studies(const std::vector<std::string>& dirs) {
     for (const char* k : {"study", "study_dir"}) {
       if (std::find(r.columns.begin(), r.columns.end(), k) == r.columns.end()) r.columns.push_back(k);
     }
+    // Which columns are run keys, from one run file's /config (the index does not say).
+    for (const std::string& id : texts["run_id"]) {
+      try {
+        const h5::File rf = h5::File::open_read((fs::path(dir) / "runs" / (id + ".h5")).string());
+        for (const std::string& k : rf.root().open_group("config").attr_names()) {
+          if (k != "study_text") r.config_keys.insert(k);
+        }
+        break;
+      } catch (const Error&) {
+        // unreadable: try the next one
+      }
+    }
     for (std::size_t i = 0; i < n; ++i) {
       Run run;
       for (const auto& [k, v] : nums) run.numbers[k] = v[i];
@@ -124,6 +136,31 @@ void require_levels(const Runs& r, const std::vector<std::string>& keys, const c
                        std::to_string(r.runs.size()) + " runs read: nothing to compare across it");
     }
   }
+}
+
+std::string pooled_note(const Runs& r, const std::vector<std::string>& held) {
+  std::string varying;
+  for (const std::string& k : r.config_keys) {
+    if (k == "seed" || k == "data_seed" || std::find(held.begin(), held.end(), k) != held.end()) continue;
+    std::set<std::string> values;
+    for (const Run& run : r.runs) {
+      if (run.completed()) values.insert(run.text(k).value_or(""));
+    }
+    if (values.size() < 2) continue;
+    std::string list;
+    std::size_t shown = 0;
+    for (const auto& v : values) {
+      if (shown++ == 4) {
+        list += ", ...";
+        break;
+      }
+      list += (list.empty() ? "" : ", ") + v;
+    }
+    varying += (varying.empty() ? "" : "; ") + k + " (" + list + ")";
+  }
+  if (varying.empty()) return {};
+  return "pooled over " + varying + ": each group mixes runs of these values; add the keys to the grouping "
+         "keys, or fix them with --where";
 }
 
 void apply_where(Runs& r, const std::vector<std::string>& where) {

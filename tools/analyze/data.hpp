@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct Runs {
   std::vector<Run> runs;
   std::vector<std::string> columns;        // every index column seen
   std::map<std::string, std::string> units;  // column -> units attribute
+  std::set<std::string> config_keys;       // the run keys among them (a run file's /config)
 };
 
 // Loads every study folder; UsageError for a folder that is not a study.
@@ -35,6 +37,10 @@ void require_columns(const Runs& r, const std::vector<std::string>& keys, const 
 // Checks that every key takes two or more values among the runs (a factor of
 // one level has nothing to compare); UsageError naming the one value otherwise.
 void require_levels(const Runs& r, const std::vector<std::string>& keys, const char* what);
+// A note when run keys other than `held` (and the seeds) take several values
+// among the completed runs: each group's statistics then pool runs of different
+// configs (an earlier invocation's, another swept key). Empty when none does.
+std::string pooled_note(const Runs& r, const std::vector<std::string>& held);
 
 // A metric: a numeric index column, or SERIES@step=N / SERIES@epoch=E read from
 // each run's /eval series. NaN where a run has no value. UsageError listing the

@@ -40,6 +40,7 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
     if (d.n == 1) t.notes.push_back(name + ": n = 1, no variance and no confidence interval");
     if (d.n > 1 && d.sd == 0) t.notes.push_back(name + ": every value is the same");
   }
+  if (const std::string note = pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);
   return {t};
 }
 
@@ -188,6 +189,9 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   }
   pw.notes.push_back("marks: *** p < 0.001, ** < 0.01, * < 0.05 (Welch, Holm-adjusted); paired tests match runs "
                      "by seed: the same seed means the same initial weights and sampler streams");
+  std::vector<std::string> held = o.within;
+  held.push_back(o.factor);
+  if (const std::string note = pooled_note(r, held); !note.empty()) omni.notes.push_back(note);
   return {omni, pw};
 }
 
@@ -250,6 +254,9 @@ std::vector<Table> anova(const Runs& r, const Options& o) {
                                                  "not containing it)"));
     if (a.residual_df <= 0) t.notes.push_back(fam + ": one run per cell leaves no residual; no F test (add seeds)");
   }
+  std::vector<std::string> held = o.within;
+  held.insert(held.end(), o.factors.begin(), o.factors.end());
+  if (const std::string note = pooled_note(r, held); !note.empty()) t.notes.push_back(note);
   return {t};
 }
 
@@ -288,6 +295,9 @@ std::vector<Table> power(const Runs& r, const Options& o) {
     }
   }
   t.notes.push_back("d is Cohen's standardised difference; the detectable difference is d x the pooled sd");
+  std::vector<std::string> held = o.within;
+  held.push_back(o.factor);
+  if (const std::string note = pooled_note(r, held); !note.empty()) t.notes.push_back(note);
   return {t};
 }
 
