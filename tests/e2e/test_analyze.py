@@ -16,6 +16,8 @@ import subprocess
 import sys
 import unittest
 
+import h5py
+
 from e2e_support import TempFolderTest, make_fixtures
 
 ANALYZE, EXE, DATA_TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -104,6 +106,24 @@ class Analyze(TempFolderTest):
         self.assertEqual(len(rows), 1)
         self.assertEqual(rows[0]["pairs"], 3)  # seeds 1..3 in both levels
         self.assertTrue(0 <= rows[0]["Welch p"] <= 1)
+
+    def test_runs_lists_each_run_with_the_keys_that_differ(self):
+        rows = list(csv.DictReader(io.StringIO(self.analyze("runs", self.main, "--format", "csv"))))
+        self.assertEqual(len(rows), 18)
+        self.assertEqual(list(rows[0].keys()), ["run_id", "status", "lr", "overlap", "sync_period", "seed",
+                                                "final_test_accuracy (fraction)"])
+        self.assertEqual(sorted({r["status"] for r in rows}), ["completed", "diverged"])
+        with h5py.File(os.path.join(self.main, "index.h5"), "r") as f:
+            truth = dict(zip(f["index"]["run_id"].asstr()[()], f["index"]["final_test_accuracy"][()]))
+        for r in rows:
+            if r["status"] == "completed":
+                self.assertAlmostEqual(float(r["final_test_accuracy (fraction)"]), truth[r["run_id"]], places=4)
+        # Sorted by the keys' values, numbers as numbers, seeds last.
+        self.assertEqual([(r["lr"], r["overlap"], r["sync_period"], r["seed"]) for r in rows[:3]],
+                         [("0.05", "0", "1", "1"), ("0.05", "0", "1", "2"), ("0.05", "0", "1", "3")])
+        out = self.analyze("runs", self.main, self.batch, "--by", "batch_size", "--where", "seed=1")
+        self.assertIn("study_dir", out)
+        self.assertIn("--by 'nokey' is not a column", self.analyze("runs", self.main, "--by", "nokey", status=2))
 
     def test_groups_that_pool_other_run_keys_say_so(self):
         # main sweeps overlap, sync_period and lr: grouping by overlap alone mixes the others.

@@ -3,6 +3,7 @@
 // that the plots and the report reuse. One file per command family.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -47,6 +48,9 @@ std::pair<double, double> interval_ends(const stats::Describe& d, const std::str
 // "mean and 95 % confidence interval", or "mean" alone with --interval none.
 std::string mean_and(const Options& o);
 Runs subset(const Runs& all, const std::vector<const Run*>& runs);
+
+// runs.cpp
+std::vector<Table> runs(const Runs& r, const Options& o);
 
 // tests.cpp
 std::vector<Table> summary(const Runs& r, const Options& o);

@@ -138,6 +138,24 @@ void require_levels(const Runs& r, const std::vector<std::string>& keys, const c
   }
 }
 
+bool value_less(const std::string& a, const std::string& b) {
+  char *ea = nullptr, *eb = nullptr;
+  const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
+  if (ea && *ea == '\0' && eb && *eb == '\0' && !a.empty() && !b.empty()) return x < y;
+  return a < b;
+}
+
+std::vector<std::string> varying_run_keys(const Runs& r) {
+  std::vector<std::string> out;
+  for (const std::string& c : r.columns) {
+    if (!r.config_keys.count(c)) continue;
+    std::set<std::string> values;
+    for (const Run& run : r.runs) values.insert(run.text(c).value_or(""));
+    if (values.size() > 1) out.push_back(c);
+  }
+  return out;
+}
+
 std::string pooled_note(const Runs& r, const std::vector<std::string>& held) {
   std::string varying;
   for (const std::string& k : r.config_keys) {
@@ -329,15 +347,9 @@ std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& key
     }
     if (!run.completed()) ++it->not_completed;
   }
-  auto less = [](const std::string& a, const std::string& b) {
-    char *ea = nullptr, *eb = nullptr;
-    const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
-    if (ea && *ea == '\0' && eb && *eb == '\0' && !a.empty() && !b.empty()) return x < y;
-    return a < b;
-  };
   std::sort(groups.begin(), groups.end(), [&](const Group& a, const Group& b) {
     for (std::size_t i = 0; i < a.key_values.size(); ++i) {
-      if (a.key_values[i] != b.key_values[i]) return less(a.key_values[i], b.key_values[i]);
+      if (a.key_values[i] != b.key_values[i]) return value_less(a.key_values[i], b.key_values[i]);
     }
     return false;
   });

@@ -37,6 +37,10 @@ void require_columns(const Runs& r, const std::vector<std::string>& keys, const 
 // Checks that every key takes two or more values among the runs (a factor of
 // one level has nothing to compare); UsageError naming the one value otherwise.
 void require_levels(const Runs& r, const std::vector<std::string>& keys, const char* what);
+// Values in order: numbers as numbers, other text as text.
+bool value_less(const std::string& a, const std::string& b);
+// The run keys that take several values among the runs, in column order.
+std::vector<std::string> varying_run_keys(const Runs& r);
 // A note when run keys other than `held` (and the seeds) take several values
 // among the completed runs: each group's statistics then pool runs of different
 // configs (an earlier invocation's, another swept key). Empty when none does.

@@ -21,6 +21,8 @@ namespace {
 const char* kUsage = R"(usage: dpstudy-analyze COMMAND STUDY_DIR... [options]
 
 commands:
+  runs             [--by K1,K2] [--metric M]: one row per run: id, status, the run keys that tell the runs
+                   apart (or the --by keys), the metric; --format csv for a spreadsheet
   summary          --by K1,K2 [--metric M]: n, mean, sd, sem, 95 % t interval, median, min, max per group
   compare          --factor K [--within K1,K2] [--baseline LEVEL] [--metric M]: ANOVA, Welch ANOVA,
                    Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed), Holm, Hedges' g
@@ -120,6 +122,8 @@ int main(int argc, char** argv) {
       print(summary(r, o), format);
     } else if (o.command == "compare") {
       print(compare(r, o), format);
+    } else if (o.command == "runs") {
+      print(runs(r, o), format);
     } else if (o.command == "report") {
       report(r, o);
     } else if (o.command == "anova") {
