@@ -27,5 +27,14 @@ endif()
 set(DPSTUDY_GENERATED_INCLUDE "${PROJECT_BINARY_DIR}/generated/include")
 configure_file("${PROJECT_SOURCE_DIR}/cmake/config.hpp.in"
   "${DPSTUDY_GENERATED_INCLUDE}/dpstudy/config.hpp" @ONLY)
-configure_file("${PROJECT_SOURCE_DIR}/cmake/build_info.cpp.in"
-  "${PROJECT_BINARY_DIR}/generated/build_info.cpp" @ONLY)
+# build_info.cpp itself is written by dpstudy_write_build_info(), once the
+# workloads are known (their names go into it).
+function(dpstudy_write_build_info)
+  get_property(names GLOBAL PROPERTY DPSTUDY_WORKLOADS)
+  string(REPLACE ";" "\", \"" DPSTUDY_WORKLOAD_NAMES "${names}")
+  if(names)
+    set(DPSTUDY_WORKLOAD_NAMES "\"${DPSTUDY_WORKLOAD_NAMES}\"")
+  endif()
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/build_info.cpp.in"
+    "${PROJECT_BINARY_DIR}/generated/build_info.cpp" @ONLY)
+endfunction()

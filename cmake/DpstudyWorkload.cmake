@@ -1,6 +1,7 @@
 # dpstudy_add_workload(<name> <sources>...): the executable dpstudy-<name>,
 # linked with libdpstudy, installed. Used once in each workloads/<folder>.
 function(dpstudy_add_workload name)
+  set_property(GLOBAL APPEND PROPERTY DPSTUDY_WORKLOADS ${name})  # for build_info().workloads
   add_executable(dpstudy-${name} ${ARGN})
   target_link_libraries(dpstudy-${name} PRIVATE dpstudy::dpstudy)
   dpstudy_warnings(dpstudy-${name})

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "dpstudy/build_info.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/sha256.hpp"
 
@@ -96,6 +97,15 @@ RawValues read_study_file(const std::string& path, const std::vector<std::string
     if (value.empty()) break;  // reported below
     const std::vector<std::string> allowed = split_axis("workload", value, false);
     if (std::find(allowed.begin(), allowed.end(), workload) != allowed.end()) break;
+    const std::vector<std::string> built = build_info().workloads;
+    for (const auto& a : allowed) {
+      if (!built.empty() && std::find(built.begin(), built.end(), a) == built.end()) {
+        std::string list;
+        for (const auto& b : built) list += (list.empty() ? "" : ", ") + b;
+        throw UsageError(path + ": its workload key names '" + a + "', not a workload of this dpstudy (" + list + ")" +
+                         did_you_mean(a, built, "'", "'"));
+      }
+    }
     std::string names;
     for (const auto& a : allowed) names += (names.empty() ? "dpstudy-" : " or dpstudy-") + a;
     throw UsageError(path + ": this study is for " + names + " (its workload key), not dpstudy-" + workload +

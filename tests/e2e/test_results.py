@@ -221,6 +221,8 @@ class Results(TempFolderTest):
             # Nothing close: no suggestion (it suggested 'lr' for anything short).
             ("[sweep]\nq = 2\n", [], "unknown key 'sweep.q'\n"),
             ("[sweep]\n= 2\n", [], "a line has no key before its '=' (in section [sweep])"),
+            ("[study]\nworkload = mlp-mnst\n", [], "its workload key names 'mlp-mnst', not a workload of this dpstudy ("),
+            ("[study]\nworkload = mlp-mnst\n", [], "); did you mean 'mlp-mnist'?"),
         ]
         for text, args, message in cases:
             r = self.run_study(*args, study_text=text, output=os.path.join(self.tmp, "bad"))

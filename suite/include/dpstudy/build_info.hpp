@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace dpstudy {
 
@@ -15,6 +16,7 @@ struct BuildInfo {
   bool with_cuda = false;
   std::string source_dir;       // where the project's datasets/data is looked for
   std::string install_datadir;  // <prefix>/share/dpstudy
+  std::vector<std::string> workloads;  // the workload executables this build makes (dpstudy-<name>)
 };
 
 BuildInfo build_info();
