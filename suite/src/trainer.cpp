@@ -1,20 +1,12 @@
 #include "dpstudy/trainer.hpp"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <limits>
-#include <mutex>
-#include <set>
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 #include "dpstudy/assignment.hpp"
 #include "dpstudy/error.hpp"
@@ -34,51 +26,7 @@ constexpr int kSnipSampler = 1 << 30;            // a sampler stream no worker i
 constexpr std::uint64_t kPruningStream = 5ull << 32;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Workers side by side open an OpenMP region of their own (this file is
-// compiled with OpenMP) and need LibTorch on OpenMP: inside a region it runs
-// nested parallel loops inline and OpenBLAS its products on one thread.
-#if defined(_OPENMP) && AT_PARALLEL_OPENMP
-constexpr bool kSideBySide = true;
-#else
-constexpr bool kSideBySide = false;
-#endif
-
-// LibTorch's thread count before a Trainer with its workers side by side set it
-// to 1 (0: none did), so that the next Trainer told no count finds the process's.
-int threads_before_side_by_side = 0;
-
-int process_threads() {
-  const int n = at::get_num_threads();
-  return n == 1 && threads_before_side_by_side > 0 ? threads_before_side_by_side : n;
-}
-
 }  // namespace
-
-Parallelism parse_parallelism(const std::string& text) {
-  if (text == "auto") return Parallelism::automatic;
-  if (text == "workers") return Parallelism::workers;
-  if (text == "operations") return Parallelism::operations;
-  throw ConfigError("parallel", text, "is not one of: auto, workers, operations");
-}
-
-std::string to_string(Parallelism p) {
-  return p == Parallelism::automatic ? "auto" : p == Parallelism::workers ? "workers" : "operations";
-}
-
-Parallelism resolve_parallelism(Parallelism p, int local_workers, int threads, const at::Device& device) {
-  if (!device.is_cpu()) return Parallelism::operations;  // one stream; the GPU runs the operations in parallel
-  if (threads <= 1) return Parallelism::workers;  // the same: every operation on the one thread
-  if (!kSideBySide) {
-    if (p == Parallelism::workers) {
-      throw ConfigError("parallel", "workers",
-                        "needs OpenMP: this dpstudy was built without it, or its LibTorch does not run on OpenMP; "
-                        "use --parallel operations, or --threads 1 for the same bits");
-    }
-    return Parallelism::operations;
-  }
-  if (p != Parallelism::automatic) return p;
-  return local_workers >= threads ? Parallelism::workers : Parallelism::operations;
-}
 
 std::string to_string(RunStatus s) {
   switch (s) {
@@ -232,45 +180,6 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
 }
 
 Trainer::~Trainer() = default;
-
-void Trainer::claim_threads() const {
-  const int want = side_by_side_ ? 1 : threads_;
-  const int now = at::get_num_threads();
-  if (now == want) return;  // setting it clears LibTorch's oneDNN caches: only on a change
-  threads_before_side_by_side = side_by_side_ ? now : 0;
-  at::set_num_threads(want);
-}
-
-void Trainer::for_each_local(int n, const std::function<void(int)>& task) const {
-#if defined(_OPENMP)
-  const int team = side_by_side_ ? std::min(threads_, n) : 1;
-#else
-  const int team = 1;  // resolve_parallelism never chose workers with more than one thread
-#endif
-  if (team <= 1) {
-    for (int i = 0; i < n; ++i) task(i);
-    return;
-  }
-#if defined(_OPENMP)
-  // Contiguous equal shares, as at::parallel_for would give; LibTorch's count
-  // is 1 (claim_threads), so what a task starts runs on its thread alone. An
-  // exception cannot leave the region: the first is kept and rethrown.
-  std::exception_ptr error;
-#pragma omp parallel num_threads(team)
-  {
-    const int t = omp_get_thread_num(), share = (n + team - 1) / team;
-    for (int i = t * share; i < std::min(n, (t + 1) * share); ++i) {
-      try {
-        task(i);
-      } catch (...) {
-#pragma omp critical(dpstudy_side_by_side_error)
-        if (!error) error = std::current_exception();
-      }
-    }
-  }
-  if (error) std::rethrow_exception(error);
-#endif
-}
 
 const std::vector<std::int64_t>& Trainer::shard_of(int worker) const {
   const int owner = config_.shard_owner == ShardOwner::group ? worker / config_.group_size : worker;

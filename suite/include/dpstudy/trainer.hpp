@@ -154,6 +154,9 @@ class Trainer {
   bool averaged_world_ = false;  // the last step ended with a parameter averaging over all workers
   bool side_by_side_ = false;  // Parallelism::workers
   int threads_ = 1;
+  // The threads (trainer_threads.cpp). The process's LibTorch thread count,
+  // also after a Trainer with its workers side by side set it to 1.
+  static int process_threads();
   // LibTorch's thread count as this Trainer's mode needs it (1 side by side).
   void claim_threads() const;
   // Runs task(i) for i in [0, n): side by side on up to threads_ threads, or in turn.
