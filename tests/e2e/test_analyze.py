@@ -133,6 +133,8 @@ class Analyze(TempFolderTest):
         out = self.analyze("compare", self.main, "--factor", "overlap", "--within", "sync_period")
         self.assertNotIn("pooled", out)
         self.assertIn("pooled over sync_period", self.analyze("curves", self.main, "--by", "overlap"))
+        self.assertIn("# pooled over sync_period", self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap",
+                                                              "--output", os.path.join(self.tmp, "pooled.png")))
         self.assertNotIn("pooled", self.analyze("summary", self.main, "--by", "overlap,sync_period,lr"))
         # Seeds are the replicates, never a pooling.
         self.assertNotIn("pooled", self.analyze("summary", self.batch, "--by", "batch_size"))
