@@ -90,7 +90,9 @@ Runs load_studies(const std::vector<std::string>& dirs) {
     for (const char* k : {"study", "study_dir"}) {
       if (std::find(r.columns.begin(), r.columns.end(), k) == r.columns.end()) r.columns.push_back(k);
     }
-    // Which columns are run keys, from one run file's /config (the index does not say).
+    // Which columns are run keys, from one run file's /config (the index does not say);
+    // the workload too: one study folder may hold runs of several (its workload key lists them).
+    if (texts.count("workload")) r.config_keys.insert("workload");
     for (const std::string& id : texts["run_id"]) {
       try {
         const h5::File rf = h5::File::open_read((fs::path(dir) / "runs" / (id + ".h5")).string());
@@ -160,7 +162,7 @@ std::string pooled_note(const Runs& r, const std::vector<std::string>& held) {
   std::string varying;
   for (const std::string& k : r.config_keys) {
     if (k == "seed" || k == "data_seed" || std::find(held.begin(), held.end(), k) != held.end()) continue;
-    std::set<std::string> values;
+    std::set<std::string, bool (*)(const std::string&, const std::string&)> values(value_less);  // 2 before 16
     for (const Run& run : r.runs) {
       if (run.completed()) values.insert(run.text(k).value_or(""));
     }
@@ -172,7 +174,7 @@ std::string pooled_note(const Runs& r, const std::vector<std::string>& held) {
         list += ", ...";
         break;
       }
-      list += (list.empty() ? "" : ", ") + v;
+      list += (shown == 1 ? "" : ", ") + (v.empty() ? std::string("-") : v);  // -: a run without the key
     }
     varying += (varying.empty() ? "" : "; ") + k + " (" + list + ")";
   }
