@@ -21,6 +21,7 @@ import h5py
 from e2e_support import TempFolderTest, make_fixtures
 
 ANALYZE, EXE, DATA_TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
+SIMPLE_CNN = sys.argv[4] if len(sys.argv) > 4 else ""
 
 
 class Analyze(TempFolderTest):
@@ -29,7 +30,7 @@ class Analyze(TempFolderTest):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        data = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 200, 50)
+        data = cls.data = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 200, 50)
         common = [EXE, "--data_dir", data, "--dataset", "mnist", "--epochs", "1", "--output", cls.tmp, "--quiet",
                   "--workers", "2", "--eval_every", "2"]
         # lr 1000 diverges: a group with diverged runs only. overlap 0.5 is missing at sync_period 4.
@@ -138,6 +139,21 @@ class Analyze(TempFolderTest):
         self.assertNotIn("pooled", self.analyze("summary", self.main, "--by", "overlap,sync_period,lr"))
         # Seeds are the replicates, never a pooling.
         self.assertNotIn("pooled", self.analyze("summary", self.batch, "--by", "batch_size"))
+
+    @unittest.skipUnless(SIMPLE_CNN, "no second workload given")
+    def test_a_study_of_two_workloads_pools_them_unless_grouped(self):
+        out = os.path.join(self.tmp, "two")
+        for exe in (EXE, SIMPLE_CNN):
+            subprocess.run([exe, "--data_dir", self.data, "--dataset", "mnist", "--epochs", "1", "--batch_size", "20",
+                            "--name", "models", "--output", out, "--quiet"], check=True, stdout=subprocess.DEVNULL)
+        study = os.path.join(out, "models")
+        rows = list(csv.DictReader(io.StringIO(self.analyze("runs", study, "--format", "csv"))))
+        self.assertEqual(sorted(r["workload"] for r in rows), ["mlp-mnist", "simple-cnn"])
+        self.assertEqual(sorted(r["hidden"] for r in rows), ["", "512,512"])  # an MLP option
+        self.assertIn("# pooled over hidden (-, 512,512); workload (mlp-mnist, simple-cnn)",
+                      self.analyze("summary", study, "--by", "dataset"))
+        # hidden goes with the workload: grouped by it, nothing is pooled.
+        self.assertNotIn("pooled", self.analyze("summary", study, "--by", "workload"))
 
     def test_edge_cases_are_messages_not_crashes(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--where", "seed=1", "--where", "lr=0.05",

@@ -159,17 +159,25 @@ std::vector<std::string> varying_run_keys(const Runs& r) {
 }
 
 std::string pooled_note(const Runs& r, const std::vector<std::string>& held) {
+  using Values = std::set<std::string, bool (*)(const std::string&, const std::string&)>;  // 2 before 16
   std::string varying;
   for (const std::string& k : r.config_keys) {
     if (k == "seed" || k == "data_seed" || std::find(held.begin(), held.end(), k) != held.end()) continue;
-    std::set<std::string, bool (*)(const std::string&, const std::string&)> values(value_less);  // 2 before 16
+    // Its values within each group (the completed runs of one combination of the held keys).
+    std::map<std::vector<std::string>, Values> by_group;
+    Values all(value_less);
     for (const Run& run : r.runs) {
-      if (run.completed()) values.insert(run.text(k).value_or(""));
+      if (!run.completed()) continue;
+      std::vector<std::string> group;
+      for (const std::string& h : held) group.push_back(run.text(h).value_or(""));
+      const std::string v = run.text(k).value_or("");
+      by_group.try_emplace(group, value_less).first->second.insert(v);
+      all.insert(v);
     }
-    if (values.size() < 2) continue;
+    if (std::none_of(by_group.begin(), by_group.end(), [](const auto& g) { return g.second.size() > 1; })) continue;
     std::string list;
     std::size_t shown = 0;
-    for (const auto& v : values) {
+    for (const auto& v : all) {
       if (shown++ == 4) {
         list += ", ...";
         break;

@@ -42,8 +42,9 @@ bool value_less(const std::string& a, const std::string& b);
 // The run keys that take several values among the runs, in column order.
 std::vector<std::string> varying_run_keys(const Runs& r);
 // A note when run keys other than `held` (and the seeds) take several values
-// among the completed runs: each group's statistics then pool runs of different
-// configs (an earlier invocation's, another swept key). Empty when none does.
+// among the completed runs of one group (one combination of the held keys'
+// values): its statistics then pool runs of different configs (another swept
+// key, an earlier invocation's). Empty when none does.
 std::string pooled_note(const Runs& r, const std::vector<std::string>& held);
 
 // A metric: a numeric index column, or SERIES@step=N / SERIES@epoch=E read from
