@@ -156,7 +156,8 @@ void plot(const Runs& r, const Options& o) {
   script << "\n";
   run_gnuplot(script.str(), data.str(), o.output);
   std::printf("wrote %s\n", o.output.c_str());
-  if (o.kind == "summary" || o.kind == "curves") {  // steps and best_lr pick one trial per batch size
+  // steps and best_lr pick one trial per batch size; a report has the note in its tables
+  if (o.command == "plot" && (o.kind == "summary" || o.kind == "curves")) {
     if (const std::string note = pooled_note(r, o.by); !note.empty()) std::printf("# %s\n", note.c_str());
   }
 }
