@@ -173,14 +173,11 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
   std::vector<std::string> cli_args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a.rfind("--benchmark_", 0) == 0) {
-      g.benchmark_flags.push_back(a);
-      continue;
-    }
-    // Every option is spelled with '_' (as its study key); '-' is taken too, as
-    // the other dpstudy tools spell theirs so: --data-dir, --dry-run.
+    // Every option is spelled with '_' (as its study key, and as Google
+    // Benchmark's); '-' is taken too, as the other dpstudy tools spell theirs so:
+    // --data-dir, --dry-run.
     if (a.rfind("--", 0) == 0) std::replace(a.begin() + 2, std::find(a.begin(), a.end(), '='), '-', '_');
-    cli_args.push_back(a);
+    (a.rfind("--benchmark_", 0) == 0 ? g.benchmark_flags : cli_args).push_back(a);
   }
   po::variables_map vm;
   try {

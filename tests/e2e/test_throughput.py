@@ -140,7 +140,7 @@ class Throughput(TempFolderTest):
         r = self.run_exe("--iterations", "-3")
         self.assertEqual(r.returncode, 2)
         self.assertIn("--iterations: '-3' must be >= 0", r.stderr)
-        r = self.run_exe("--benchmark_list_tests=true", "--workers", "1,2", "--quiet")
+        r = self.run_exe("--benchmark-list-tests=true", "--workers", "1,2", "--quiet")  # the '-' spelling too
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.split(), ["mlp-mnist/workers:1/batch:10/sync:1/procs:1/device:cpu/manual_time",
                                             "mlp-mnist/workers:2/batch:10/sync:1/procs:1/device:cpu/manual_time"])
