@@ -127,14 +127,24 @@ void require_columns(const Runs& r, const std::vector<std::string>& keys, const 
   }
 }
 
+namespace {
+
+// The distinct values of `key` among the runs ("" for a run without it).
+std::set<std::string> values_of(const Runs& r, const std::string& key) {
+  std::set<std::string> values;
+  for (const Run& run : r.runs) values.insert(run.text(key).value_or(""));
+  return values;
+}
+
+}  // namespace
+
 void require_levels(const Runs& r, const std::vector<std::string>& keys, const char* what) {
   require_columns(r, keys, what);
   for (const auto& k : keys) {
-    std::set<std::string> values;
-    for (const Run& run : r.runs) values.insert(run.text(k).value_or("(none)"));
+    const std::set<std::string> values = values_of(r, k);
     if (values.size() < 2) {
       throw UsageError(std::string(what) + " '" + k + "' has one value (" +
-                       (values.empty() ? std::string("no runs") : *values.begin()) + ") in the " +
+                       (values.empty() ? std::string("no runs") : values.begin()->empty() ? std::string("-") : *values.begin()) + ") in the " +
                        std::to_string(r.runs.size()) + " runs read: nothing to compare across it");
     }
   }
@@ -150,10 +160,7 @@ bool value_less(const std::string& a, const std::string& b) {
 std::vector<std::string> varying_run_keys(const Runs& r) {
   std::vector<std::string> out;
   for (const std::string& c : r.columns) {
-    if (!r.config_keys.count(c)) continue;
-    std::set<std::string> values;
-    for (const Run& run : r.runs) values.insert(run.text(c).value_or(""));
-    if (values.size() > 1) out.push_back(c);
+    if (r.config_keys.count(c) && values_of(r, c).size() > 1) out.push_back(c);
   }
   return out;
 }
