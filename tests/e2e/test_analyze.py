@@ -168,12 +168,14 @@ class Analyze(TempFolderTest):
                            "--where", "sync_period=1")
         self.assertIn("ANOVA", out)  # identical values: no p-value, no crash
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "accuracy", status=2)
-        self.assertIn("metric 'accuracy' does not exist; numeric columns:", out)
+        self.assertIn("metric 'accuracy' does not exist; numeric columns:", out)  # nothing close: no suggestion
+        self.assertIn("metric 'final_test_acuracy' does not exist; did you mean 'final_test_accuracy'?",
+                      self.analyze("summary", self.main, "--metric", "final_test_acuracy", status=2))
         self.assertIn("final_test_accuracy", out)
         out = self.analyze("summary", self.tmp, "--by", "overlap", status=2)
         self.assertIn("not a study folder (no index.h5)", out)
         out = self.analyze("summary", self.main, "--by", "overlapp", status=2)
-        self.assertIn("grouping key 'overlapp' is not a column of the index", out)
+        self.assertIn("grouping key 'overlapp' is not a column of the index; did you mean 'overlap'? Columns:", out)
         self.analyze("summary", self.main, "--by", "overlap", "--where", "lr=7", status=2)
         # Comparisons as in a study's exclude rules: numbers as numbers.
         rows = list(csv.DictReader(io.StringIO(self.analyze(

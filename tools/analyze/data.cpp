@@ -122,7 +122,9 @@ void require_columns(const Runs& r, const std::vector<std::string>& keys, const 
     if (std::find(r.columns.begin(), r.columns.end(), k) == r.columns.end()) {
       std::string all;
       for (const auto& c : r.columns) all += (all.empty() ? "" : ", ") + c;
-      throw UsageError(std::string(what) + " '" + k + "' is not a column of the index; columns: " + all);
+      const std::string near = did_you_mean(k, r.columns, "'", "'");
+      throw UsageError(std::string(what) + " '" + k + "' is not a column of the index" + near +
+                       (near.empty() ? "; columns: " : " Columns: ") + all);
     }
   }
 }
@@ -253,10 +255,16 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
     if (std::find(r.columns.begin(), r.columns.end(), metric) == r.columns.end() ||
         (!runs.empty() && !runs.front()->numbers.count(metric))) {
       std::string all;
+      std::vector<std::string> numeric;
       for (const auto& c : r.columns) {
-        if (!r.runs.empty() && r.runs.front().numbers.count(c)) all += (all.empty() ? "" : ", ") + c;
+        if (!r.runs.empty() && r.runs.front().numbers.count(c)) {
+          all += (all.empty() ? "" : ", ") + c;
+          numeric.push_back(c);
+        }
       }
-      throw UsageError("metric '" + metric + "' does not exist; numeric columns: " + all +
+      const std::string near = did_you_mean(metric, numeric, "'", "'");
+      throw UsageError("metric '" + metric + "' does not exist" + near +
+                       (near.empty() ? "; numeric columns: " : " Numeric columns: ") + all +
                        "; or a series at a point, e.g. test_accuracy@epoch=1");
     }
     for (const Run* run : runs) out.push_back(run->numbers.at(metric));
