@@ -28,7 +28,7 @@ RawValues read_study_file(const std::string& path, const std::vector<std::string
 // an unrelated key gets no suggestion.
 std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);
 // "; did you mean <open>K<close>?" for the closest key; "" when none is close
-// (the usage error's "see --help" line then says where the keys are).
+// (the message then relies on its "see --help" line, or its own list of keys).
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates, const std::string& open,
                          const std::string& close);
 
