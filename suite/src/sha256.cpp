@@ -61,6 +61,7 @@ void Sha256::compress(const std::uint8_t* block) {
 }
 
 void Sha256::update(const void* data, std::size_t size) {
+  if (size == 0) return;  // an empty vector's data() may be null, which memcpy must not see
   auto p = static_cast<const std::uint8_t*>(data);
   total_bytes_ += size;
   if (buffered_ > 0) {

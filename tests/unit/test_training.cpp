@@ -322,7 +322,7 @@ struct TinyCnn : Model {
 // A series as its bit patterns (NaN, where nothing was evaluated, equals itself).
 std::vector<std::uint64_t> bits(const std::vector<double>& v) {
   std::vector<std::uint64_t> out(v.size());
-  std::memcpy(out.data(), v.data(), v.size() * sizeof(double));
+  if (!v.empty()) std::memcpy(out.data(), v.data(), v.size() * sizeof(double));  // data() may be null
   return out;
 }
 
