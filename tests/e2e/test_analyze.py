@@ -208,6 +208,29 @@ class Analyze(TempFolderTest):
             out = self.analyze(args[0], self.main, *args[1:], status=2)
             self.assertIn(message, out)
 
+    def test_damaged_files_are_refused_not_read_past(self):
+        # Columns of one group with different lengths (a file edited by hand, or
+        # damaged): read past their end before, now a message naming the file.
+        damaged = os.path.join(self.tmp, "damaged")
+        shutil.copytree(self.periods, damaged)
+        with h5py.File(os.path.join(damaged, "index.h5"), "r") as f:
+            first = f["index/run_id"][0].decode()
+        with h5py.File(os.path.join(damaged, "runs", first + ".h5"), "r+") as f:
+            steps = len(f["eval/step"])
+            del f["eval/test_accuracy"]
+            f["eval/test_accuracy"] = [0.5] * (steps + 1000)
+        message = f"runs/{first}.h5: eval/test_accuracy has {steps + 1000} values, eval/step has {steps}: " \
+                  "expected one value per step (a damaged or edited run file)"
+        for args in (["curves", "--by", "sync_period"], ["summary", "--metric", "test_accuracy@last=2"],
+                     ["summary", "--metric", "test_accuracy@step=2"]):
+            self.assertIn(message, self.analyze(args[0], damaged, *args[1:], status=1))
+        with h5py.File(os.path.join(damaged, "index.h5"), "r+") as f:
+            workers = f["index/workers"][()]
+            del f["index/workers"]
+            f["index/workers"] = workers[:1]
+        self.assertRegex(self.analyze("runs", damaged, status=1),
+                         r"index.h5: column '\w+' has \d+ rows, '\w+' \d+: expected one row per run")
+
     def test_series_metric_curves_power_and_steps(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",
                            "--where", "lr=0.05", "--format", "csv")

@@ -34,7 +34,13 @@ std::vector<Curve> curves_of(const Runs& r, const Options& o) {
         for (auto& v : x) v *= run->numbers.at("workers") * run->numbers.at("batch_size");
       } else if (o.x == "time_s") {
         const auto t = series(*run, "time_s", true);
-        for (auto& v : x) v = t.at(std::size_t(v) - 1);
+        for (auto& v : x) {
+          if (!(v >= 1 && v <= double(t.size()))) {
+            throw Error(run->file + ": eval/step " + format_number(v) + " is not a training step (1 to " +
+                        std::to_string(t.size()) + "; a damaged or edited run file)");
+          }
+          v = t[std::size_t(v) - 1];
+        }
       }
       for (std::size_t i = 0; i < y.size(); ++i) at[x[i]].push_back(y[i]);
     }

@@ -69,20 +69,34 @@ Runs load_studies(const std::vector<std::string>& dirs) {
     const h5::Group idx = root.open_group("index");
     const auto names = idx.members();
     std::size_t n = 0;
+    std::string first;  // the column n comes from
     std::map<std::string, std::vector<double>> nums;
     std::map<std::string, std::vector<std::string>> texts;
     for (const auto& name : names) {
+      std::size_t rows = 0;
       if (idx.dataset_kind(name) == 's') {
         texts[name] = idx.read_strings(name);
-        n = texts[name].size();
+        rows = texts[name].size();
       } else {
         nums[name] = idx.read_doubles(name);
-        n = nums[name].size();
+        rows = nums[name].size();
+      }
+      // One row per run in every column; a damaged or edited index is not read past.
+      if (first.empty()) {
+        first = name;
+        n = rows;
+      } else if (rows != n) {
+        throw Error(index + ": column '" + name + "' has " + std::to_string(rows) + " rows, '" + first + "' " +
+                    std::to_string(n) + ": expected one row per run (a damaged or edited index; running the "
+                    "study again rebuilds it from the run files, skipping the finished runs)");
       }
       if (std::find(r.columns.begin(), r.columns.end(), name) == r.columns.end()) r.columns.push_back(name);
       if (!r.units.count(name)) {
         if (std::string u = idx.dataset_units(name); !u.empty()) r.units[name] = u;
       }
+    }
+    if (!texts.count("run_id")) {
+      throw Error(index + ": no run_id column (a damaged or edited index; running the study again rebuilds it)");
     }
     // Which study and folder a run comes from: the keys to compare studies by
     // (two folders may hold studies of one name: results made on two machines).
@@ -230,13 +244,29 @@ std::vector<double> finite(std::vector<double> v) {
 
 namespace {
 
-// Series `name` of the run file's group `g` (eval or train, named `what`).
-std::vector<double> series_in(const h5::Group& g, const std::string& name, const char* what) {
+// Series `name` of the run file's group `g` (eval or train, named `what`). Every
+// column of a group has one value per row of its step column; a file where one
+// does not (damaged, or edited by hand) is refused rather than read past.
+std::vector<double> series_in(const h5::Group& g, const std::string& name, const char* what, const std::string& file) {
   if (!g.has(name)) {
     std::string all;
     for (const auto& m : g.members()) all += (all.empty() ? "" : ", ") + m;
     throw UsageError(std::string(what) + " series '" + name + "' does not exist; series: " + all);
   }
+  const std::string column = std::string(what) + "/" + name;
+  auto shape_text = [](const std::vector<std::int64_t>& shape) {
+    std::string t;
+    for (const auto n : shape) t += (t.empty() ? "" : " x ") + std::to_string(n);
+    return t;
+  };
+  const std::vector<std::int64_t> shape = g.dataset_shape(name);
+  const std::vector<std::int64_t> steps = g.has("step") ? g.dataset_shape("step") : std::vector<std::int64_t>{};
+  if (steps.size() != 1 || shape != steps) {
+    throw Error(file + ": " + column + " has " + shape_text(shape) + " values, " + what + "/step " +
+                (steps.empty() ? "is missing" : "has " + shape_text(steps)) +
+                ": expected one value per step (a damaged or edited run file)");
+  }
+  if (g.dataset_kind(name) == 's') throw Error(file + ": " + column + " holds text, expected numbers");
   return g.read_doubles(name);
 }
 
@@ -245,7 +275,7 @@ std::vector<double> series_in(const h5::Group& g, const std::string& name, const
 std::vector<double> series(const Run& run, const std::string& name, bool train) {
   const h5::File f = h5::File::open_read(run.file);
   const char* what = train ? "train" : "eval";
-  return series_in(f.root().open_group(what), name, what);
+  return series_in(f.root().open_group(what), name, what, run.file);
 }
 
 std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric) {
@@ -294,13 +324,13 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
     for (const Run* run : runs) {
       const h5::File f = h5::File::open_read(run->file);  // once per run: a study may have thousands
       const h5::Group eval = f.root().open_group("eval");
-      std::vector<double> y = series_in(eval, name, "eval");
+      std::vector<double> y = series_in(eval, name, "eval", run->file);
       if (axis == "synced_last") {
         if (!eval.has("synced")) {
           throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") +
                            " has no eval/synced series (made by a dpstudy before eval_at_sync)");
         }
-        const std::vector<double> synced = eval.read_doubles("synced");
+        const std::vector<double> synced = series_in(eval, "synced", "eval", run->file);
         std::vector<double> kept;
         for (std::size_t i = 0; i < y.size() && i < synced.size(); ++i) {
           if (synced[i] != 0) kept.push_back(y[i]);
