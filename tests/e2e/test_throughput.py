@@ -31,7 +31,8 @@ class Throughput(TempFolderTest):
                "--mode", "throughput", "--device", "cpu", *args]  # names below say device:cpu, also on a GPU machine
         if mpi:
             cmd = [MPIEXEC, "-np", str(mpi), "--oversubscribe", *cmd]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=MPI_ENV)
+        # In the class's folder: calls without --output write results/ under the working directory.
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=MPI_ENV, cwd=self.tmp)
 
     def json_of(self, r):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
