@@ -1,5 +1,7 @@
 #include "dpstudy/sampler.hpp"
 
+#include <algorithm>
+
 #include "dpstudy/error.hpp"
 
 namespace dpstudy {
@@ -15,9 +17,17 @@ ShardSampler::ShardSampler(std::vector<std::int64_t> shard, std::uint64_t seed, 
 }
 
 void ShardSampler::restore(const State& s) {
-  if (s.order.size() != shard_.size() || s.position < 0 || std::size_t(s.position) > shard_.size()) {
-    throw Error("ShardSampler: checkpointed state does not fit this shard");
+  if (s.order.size() != shard_.size() || s.position < 0 || std::size_t(s.position) > shard_.size() ||
+      s.passes < 0) {
+    throw Error("its sampler state does not fit the worker's shard of " + std::to_string(shard_.size()) +
+                " samples");
   }
+  // Passes reshuffle the shard in place, so a saved order is a permutation of
+  // it; anything else would index past the data or train on other samples.
+  std::vector<std::int64_t> saved = s.order, own = shard_;
+  std::sort(saved.begin(), saved.end());
+  std::sort(own.begin(), own.end());
+  if (saved != own) throw Error("its sampler order is not an order of the worker's shard");
   shard_ = s.order;
   position_ = std::size_t(s.position);
   passes_ = s.passes;

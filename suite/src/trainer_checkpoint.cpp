@@ -3,6 +3,7 @@
 // generator and the series so far, so that a resumed run ends bit for bit as
 // an uninterrupted one.
 #include <ATen/ATen.h>
+#include <c10/util/Exception.h>
 
 #include <sstream>
 
@@ -50,9 +51,12 @@ void write_tensor(h5::Group& g, const std::string& name, const at::Tensor& t) {
   g.write_floats(name, cpu.data_ptr<float>(), cpu.numel());
 }
 
-void read_tensor(const h5::Group& g, const std::string& name, at::Tensor& t) {
+void read_tensor(const std::string& path, const h5::Group& g, const std::string& name, at::Tensor& t) {
   const std::vector<float> v = g.read_floats(name);
-  if (std::int64_t(v.size()) != t.numel()) throw Hdf5Error("checkpoint", name + " has the wrong size");
+  if (std::int64_t(v.size()) != t.numel()) {
+    throw DataError(path, name + " holds " + std::to_string(v.size()) + " values, the model " +
+                              std::to_string(t.numel()));
+  }
   t.copy_(at::from_blob(const_cast<float*>(v.data()), {t.numel()}, at::kFloat));
 }
 
@@ -96,6 +100,16 @@ void Trainer::save_checkpoint(const std::string& path) {
 }
 
 void Trainer::restore_checkpoint(const std::string& path) {
+  try {
+    restore_checkpoint_unchecked(path);
+  } catch (const c10::Error& e) {
+    // A state LibTorch refuses (the generator's): the file's fault, so a
+    // reason to start over, like every other unusable checkpoint.
+    throw DataError(path, std::string("LibTorch refuses its state: ") + e.what_without_backtrace());
+  }
+}
+
+void Trainer::restore_checkpoint_unchecked(const std::string& path) {
   fail_point("checkpoint-read");
   const h5::File file = h5::File::open_read(path);
   const h5::Group root = file.root();
@@ -108,15 +122,19 @@ void Trainer::restore_checkpoint(const std::string& path) {
   const h5::Group workers = root.open_group("workers");
   for (std::size_t w = 0; w < replicas_.size(); ++w) {
     const h5::Group g = workers.open_group(std::to_string(comm_.first_local_worker() + int(w)));
-    read_tensor(g, "params", replicas_[w]->params());
-    read_tensor(g, "momentum", replicas_[w]->momentum());
-    read_tensor(g, "buffers", replicas_[w]->buffers());
+    read_tensor(path, g, "params", replicas_[w]->params());
+    read_tensor(path, g, "momentum", replicas_[w]->momentum());
+    read_tensor(path, g, "buffers", replicas_[w]->buffers());
     ShardSampler::State st;
     st.order = g.read_ints("sampler_order");
     st.position = g.get_int("sampler_position");
     st.passes = g.get_int("sampler_passes");
     st.rng = std::uint64_t(g.get_int("sampler_rng"));
-    samplers_[w].restore(st);
+    try {
+      samplers_[w].restore(st);
+    } catch (const Error& e) {
+      throw DataError(path, "worker " + std::to_string(comm_.first_local_worker() + int(w)) + ": " + e.what());
+    }
     if (!augmenters_.empty()) augmenters_[w].restore(std::uint64_t(g.get_int("augmenter_rng")));
   }
   const std::vector<std::int64_t> gen = root.read_ints("generator");

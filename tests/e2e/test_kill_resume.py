@@ -122,5 +122,40 @@ class KillAndResume(TempFolderTest):
         runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(killed, "kill"))
         self.assertEqual(len(runs), 4, runs)
 
+    def test_a_damaged_checkpoint_is_refused_and_the_run_starts_over(self):
+        # Contents a checkpoint's sizes do not reveal (a sampler order that is not
+        # its shard's, a generator state of another length): the run says why it
+        # cannot resume and trains from the start, to the same bits.
+        def out_of_range(f):
+            f["workers/1/sampler_order"][0] = 10 ** 9
+
+        def repeated(f):
+            order = f["workers/0/sampler_order"]
+            order[1] = order[0]
+
+        def short_generator(f):
+            state = f["generator"][()]
+            del f["generator"]
+            f["generator"] = state[:-1]
+
+        damages = {"sampler order out of range": out_of_range, "sampler order repeats": repeated,
+                   "generator state short": short_generator}
+        for what, damage in damages.items():
+            with self.subTest(damage=what):
+                out = os.path.join(self.tmp, "damaged-" + what.replace(" ", "-"))
+                r = study(out, kill="step:25")
+                self.assertEqual(r.returncode, -9, r.stderr)
+                runs = os.path.join(out, "kill", "runs")
+                [ckpt] = [os.path.join(runs, f) for f in os.listdir(runs) if f.endswith(".ckpt.h5")]
+                with h5py.File(ckpt, "r+") as f:
+                    damage(f)
+                r = study(out)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertRegex(r.stdout, r"checkpoint unusable \(.*" + re.escape(os.path.basename(ckpt)) +
+                                 r".*\); starting over")
+                self.assertNotIn("resuming from its checkpoint", r.stdout)
+                runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(out, "kill"))
+                self.assertEqual(len(runs), 4, runs)
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -95,7 +95,8 @@ class Trainer {
   // Saves / restores the full state: replicas, optimiser state, samplers, the
   // random generator, the series so far. A restored run ends bit for bit as an
   // uninterrupted one (time columns aside). restore() throws DataError if the
-  // file is not a checkpoint of this very configuration.
+  // file is not a checkpoint of this very configuration or holds a state that
+  // configuration cannot have (a sampler order not of the worker's shard).
   void save_checkpoint(const std::string& path);
   void restore_checkpoint(const std::string& path);
   std::int64_t current_step() const { return step_; }
@@ -131,6 +132,7 @@ class Trainer {
   // steps_to_goal; returns true when it did so now.
   bool evaluate_into(RunResult& r, double train_loss, bool test_due, double elapsed_s);
   std::string config_text() const;
+  void restore_checkpoint_unchecked(const std::string& path);  // restore_checkpoint, LibTorch's errors unwrapped
 
   RunConfig config_;
   const TrainingData& data_;
