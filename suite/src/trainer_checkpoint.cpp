@@ -146,6 +146,10 @@ void Trainer::restore_checkpoint_unchecked(const std::string& path) {
     generator.set_state(state);
   }
   step_ = root.get_int("step");
+  if (step_ < 0 || step_ > total_steps()) {
+    throw DataError(path, "its step " + std::to_string(step_) + " is not one of this run's 0.." +
+                              std::to_string(total_steps()));
+  }
   identical_ = root.get_int("identical") != 0;
   comm_bytes_ = root.get_int("comm_bytes");
   comm_s_ = root.get_double("comm_s");

@@ -124,8 +124,9 @@ class KillAndResume(TempFolderTest):
 
     def test_a_damaged_checkpoint_is_refused_and_the_run_starts_over(self):
         # Contents a checkpoint's sizes do not reveal (a sampler order that is not
-        # its shard's, a generator state of another length): the run says why it
-        # cannot resume and trains from the start, to the same bits.
+        # its shard's, a generator state of another length, a step the run does
+        # not have): the run says why it cannot resume and trains from the start,
+        # to the same bits.
         def out_of_range(f):
             f["workers/1/sampler_order"][0] = 10 ** 9
 
@@ -138,8 +139,11 @@ class KillAndResume(TempFolderTest):
             del f["generator"]
             f["generator"] = state[:-1]
 
+        def step_past_the_end(f):
+            f.attrs["step"] = 61
+
         damages = {"sampler order out of range": out_of_range, "sampler order repeats": repeated,
-                   "generator state short": short_generator}
+                   "generator state short": short_generator, "step past the end": step_past_the_end}
         for what, damage in damages.items():
             with self.subTest(damage=what):
                 out = os.path.join(self.tmp, "damaged-" + what.replace(" ", "-"))
