@@ -210,10 +210,11 @@ void validate(const RunConfig& c) {
   require(c.lr_base_batch >= 0, "lr_base_batch", std::to_string(c.lr_base_batch), "must be >= 0");
   require(c.epochs >= 1, "epochs", std::to_string(c.epochs), "must be at least 1");
   require(c.warmup_epochs >= 0 && c.warmup_epochs <= c.epochs, "warmup_epochs", num(c.warmup_epochs),
-          "must be in [0, epochs]");
+          "must be in [0, epochs] (epochs " + std::to_string(c.epochs) + ")");
   for (std::size_t i = 0; i < c.lr_milestones.size(); ++i) {
     require(c.lr_milestones[i] > 0 && (i == 0 || c.lr_milestones[i] > c.lr_milestones[i - 1]),
-            "lr_milestones", num(c.lr_milestones[i]), "must be increasing epochs > 0");
+            "lr_milestones", num(c.lr_milestones[i]),
+            "must be increasing epochs > 0" + (i == 0 ? std::string() : " (after " + num(c.lr_milestones[i - 1]) + ")"));
   }
   require(c.lr_decay > 0, "lr_decay", num(c.lr_decay), "must be > 0");
   require(c.lr_end_factor >= 0 && c.lr_end_factor <= 1, "lr_end_factor", num(c.lr_end_factor),

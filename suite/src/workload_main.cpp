@@ -223,6 +223,7 @@ void load_data(Job& job) {
       try {
         (void)split_data(p.config, job.data[ds].train_y);
       } catch (const ConfigError& e) {
+        if (swept.empty()) throw;  // one run: the option says it all
         throw UsageError("the run " + axes_text(p.values, swept) + ": " + e.what());
       }
     }
