@@ -205,7 +205,8 @@ void validate(const RunConfig& c) {
                       "cannot be combined with --lr " + num(c.lr) + ": give one of the two");
   }
   if (c.lr == 0 && c.batch_lr_ratio == 0) {
-    throw ConfigError("lr", "0", "is not set: give --lr or --batch_lr_ratio");
+    throw ConfigError("lr", "0",
+                      "and batch_lr_ratio 0 leave the learning rate unset: give --lr > 0 or --batch_lr_ratio > 0");
   }
   require(c.lr_base_batch >= 0, "lr_base_batch", std::to_string(c.lr_base_batch), "must be >= 0");
   require(c.epochs >= 1, "epochs", std::to_string(c.epochs), "must be at least 1");
