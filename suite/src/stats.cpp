@@ -97,6 +97,20 @@ Test welch_t(const std::vector<double>& a, const std::vector<double>& b) {
   return {t, df, va + vb == 0 ? kNaN : t_two_sided(t, df)};
 }
 
+Equivalence welch_tost(const std::vector<double>& a, const std::vector<double>& b, double margin) {
+  need(std::min(a.size(), b.size()), 2, "the equivalence test");
+  if (!(margin > 0) || !std::isfinite(margin)) throw UsageError("the equivalence margin must be > 0");
+  const double va = var_of(a) / double(a.size()), vb = var_of(b) / double(b.size());
+  const double se = std::sqrt(va + vb), d = mean_of(a) - mean_of(b);
+  const double df = (va + vb) * (va + vb) / (va * va / double(a.size() - 1) + vb * vb / double(b.size() - 1));
+  if (se == 0) return {d, d, d, kNaN, kNaN};
+  const bm::students_t t(df);
+  const double above_low = bm::cdf(bm::complement(t, (d + margin) / se));  // H0: d <= -margin
+  const double below_high = bm::cdf(t, (d - margin) / se);                // H0: d >= +margin
+  const double half = bm::quantile(t, 0.95) * se;
+  return {d, d - half, d + half, df, std::max(above_low, below_high)};
+}
+
 Test paired_t(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size()) throw UsageError("paired t-test: the groups differ in size");
   need(a.size(), 2, "the paired t-test");

@@ -108,6 +108,40 @@ class Analyze(TempFolderTest):
         self.assertEqual(rows[0]["pairs"], 3)  # seeds 1..3 in both levels
         self.assertTrue(0 <= rows[0]["Welch p"] <= 1)
 
+    def test_equivalence_within_a_margin(self):
+        # Two one-sided tests per pair: "equivalent" exactly when the 90 % interval of
+        # the difference lies inside the margin (one pair per family: Holm changes nothing).
+        seen = set()
+        for margin in ("1", "0.5", "0.0001"):
+            rows = json.loads(self.analyze("compare", self.main, "--factor", "overlap", "--where", "lr=0.05",
+                                           "--where", "sync_period=1", "--equivalence", margin,
+                                           "--format", "json"))[1]["rows"]
+            self.assertEqual(len(rows), 1)
+            row = rows[0]
+            low, high = map(float, row["90% CI of b - a (fraction)"].strip("[]").split(","))
+            self.assertLessEqual(low, row["mean b - a (fraction)"])
+            verdict = row[f"within +/-{margin}"]
+            inside = -float(margin) < low and high < float(margin)
+            self.assertEqual(verdict, "equivalent" if inside else "not shown", row)
+            self.assertEqual(row["TOST p Holm"] < 0.05, inside, row)
+            seen.add(verdict)
+        self.assertEqual(seen, {"equivalent", "not shown"})  # a whole accuracy range, and a ten-thousandth of it
+        out = self.analyze("compare", self.main, "--factor", "overlap", "--where", "lr=0.05", "--equivalence", "0.01")
+        self.assertIn("# equivalence: two one-sided Welch t-tests (Schuirmann 1987)", out)
+        folder = os.path.join(self.tmp, "report-equivalence")
+        self.analyze("report", self.main, "--by", "overlap,sync_period", "--factor", "overlap", "--where", "lr=0.05",
+                     "--equivalence", "0.5", "--output", folder)
+        with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("--within sync_period --equivalence 0.5", text)  # the command that makes the table alone
+        self.assertIn("within +/-0.5", text)
+        for args, message in (
+                (["compare", "--factor", "overlap", "--equivalence", "0"], "--equivalence: '0' must be a margin > 0"),
+                (["compare", "--factor", "overlap", "--equivalence", "nan"], "--equivalence: 'nan' must be"),
+                (["summary", "--by", "overlap", "--equivalence", "0.01"],
+                 "--equivalence: '0.01' applies to compare and report only")):
+            self.assertIn(message, self.analyze(args[0], self.main, *args[1:], status=2))
+
     def test_runs_lists_each_run_with_the_keys_that_differ(self):
         rows = list(csv.DictReader(io.StringIO(self.analyze("runs", self.main, "--format", "csv"))))
         self.assertEqual(len(rows), 18)

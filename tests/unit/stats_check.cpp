@@ -1,6 +1,6 @@
 // Reads test cases from stdin, one per line: NAME;group;group;... with each
 // group comma-separated numbers, and prints "statistic p" per line (holm: the
-// adjusted p-values; factorial: see below). Used by test_stats_vs_scipy.py.
+// adjusted p-values; factorial and tost: see below). Used by test_stats_vs_scipy.py.
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -30,6 +30,11 @@ int main() {
       const FactorialAnova a = factorial_anova(g[0], levels);
       for (const AnovaTerm& t : a.terms) std::printf("%.17g %.17g %.17g %.17g ", t.ss, t.df, t.f, t.p);
       std::printf("%.17g %.17g\n", a.residual_ss, a.residual_df);
+      continue;
+    }
+    if (name == "tost") {  // a;b;margin: "df p ci90_low ci90_high"
+      const Equivalence e = welch_tost(g[0], g[1], g[2].at(0));
+      std::printf("%.17g %.17g %.17g %.17g\n", e.df, e.p, e.ci90_low, e.ci90_high);
       continue;
     }
     Test t{};

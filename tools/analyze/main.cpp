@@ -24,8 +24,9 @@ commands:
   runs             [--by K1,K2] [--metric M]: one row per run: id, status, the run keys that tell the runs
                    apart (or the --by keys), the metric; --format csv for a spreadsheet
   summary          --by K1,K2 [--metric M]: n, mean, sd, sem, 95 % t interval, median, min, max per group
-  compare          --factor K [--within K1,K2] [--baseline LEVEL] [--metric M]: ANOVA, Welch ANOVA,
-                   Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed), Holm, Hedges' g
+  compare          --factor K [--within K1,K2] [--baseline LEVEL] [--metric M] [--equivalence MARGIN]: ANOVA,
+                   Welch ANOVA, Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed), Holm,
+                   Hedges' g; with a margin, whether each difference is shown to lie within it (TOST)
   anova            --factors K1,K2 [--within K] [--metric M]: factorial ANOVA (Type II): main effects and
                    interactions (does K1's effect depend on K2?), F, p, partial eta squared
   power            --factor K [--within ...] [--baseline L] [--effect D]: detectable effect, seeds needed
@@ -57,6 +58,9 @@ int main(int argc, char** argv) {
         "within", po::value(&within), "compare / power / anova: one family of tests per combination of these keys")(
         "factors", po::value(&factors), "anova: the factors, comma-separated (2 to 4)")(
         "baseline", po::value(&o.baseline), "compare / power: compare every level with this one only")(
+        "equivalence", po::value(&o.equivalence),
+        "compare: also test each pair for equivalence within +/- this margin, in the metric's units (two one-sided "
+        "Welch tests; 0.01 = one point of accuracy)")(
         "include_diverged", po::bool_switch(&o.include_diverged), "keep diverged and failed runs")(
         "log_x", po::bool_switch(&o.log_x), "plot --kind summary: a logarithmic x axis (the key's values must be > 0)")(
         "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv or json")(
@@ -89,6 +93,13 @@ int main(int argc, char** argv) {
     }
     if (vm.count("effect") && !(o.effect > 0 && std::isfinite(o.effect))) {
       throw ConfigError("effect", num(o.effect), "must be a standardised effect d > 0, e.g. 0.5");
+    }
+    if (vm.count("equivalence") && !(o.equivalence > 0 && std::isfinite(o.equivalence))) {
+      throw ConfigError("equivalence", std::isnan(o.equivalence) ? "nan" : num(o.equivalence),
+                        "must be a margin > 0 in the metric's units, e.g. 0.01 (one point of accuracy)");
+    }
+    if (vm.count("equivalence") && o.command != "compare" && o.command != "report") {
+      throw ConfigError("equivalence", num(o.equivalence), "applies to compare and report only");
     }
     if (!(o.alpha > 0 && o.alpha < 1)) throw ConfigError("alpha", num(o.alpha), "must be in (0, 1)");
     if (!(o.power > 0 && o.power < 1)) throw ConfigError("power", num(o.power), "must be in (0, 1)");

@@ -69,7 +69,8 @@ void report(const Runs& r, const Options& o) {
       }
     }
     section("Comparisons of " + o.factor,
-            "compare " + common + " --factor " + o.factor + (c.within.empty() ? "" : " --within " + join(c.within, ",")));
+            "compare " + common + " --factor " + o.factor + (c.within.empty() ? "" : " --within " + join(c.within, ",")) +
+                (o.equivalence > 0 ? " --equivalence " + num(o.equivalence) : ""));
     print(compare(r, c), Format::markdown, out);
   }
   std::fprintf(out, "## Figures\n\n");

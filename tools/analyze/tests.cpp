@@ -125,6 +125,13 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   pw.headers = {"family", o.factor + " a", o.factor + " b", "n a", "n b", with_unit("mean b - a", unit),
                 "Hedges g [95% CI]", "Welch p", "Welch p Holm", "", "M-W U p Holm", "pairs", "paired t p Holm",
                 "Wilcoxon p Holm"};
+  const bool tost = o.equivalence > 0;
+  if (tost) {
+    for (const std::string& h : {with_unit("90% CI of b - a", unit), std::string("TOST p Holm"),
+                                 "within +/-" + num(o.equivalence)}) {
+      pw.headers.push_back(h);
+    }
+  }
   for (const Group& family : group_runs(r, o.within, false)) {
     const std::string fam = label(o.within, family.key_values);
     const Runs fr = subset(r, family.runs);
@@ -152,7 +159,8 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       omni.notes.push_back(fam + ": fewer than 2 levels of " + o.factor + " with completed runs");
     }
     const std::vector<Pair> pairs = pairs_of(levels, o.baseline, pw.notes, fam);
-    std::vector<double> welch, mwu, pt, wx;
+    std::vector<double> welch, mwu, pt, wx, eq;
+    std::vector<std::string> eq_ci;
     std::vector<std::vector<std::string>> rows;
     std::vector<std::size_t> npairs;
     for (const Pair& p : pairs) {
@@ -173,19 +181,41 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
         g = num(e.g, 3) + " [" + num(e.ci_low, 3) + ", " + num(e.ci_high, 3) + "]";
       } catch (const UsageError&) {
       }
+      if (tost) {
+        try {
+          const stats::Equivalence e = stats::welch_tost(b, a, o.equivalence);
+          eq.push_back(e.p);
+          eq_ci.push_back("[" + num(e.ci90_low) + ", " + num(e.ci90_high) + "]");
+        } catch (const UsageError& e) {
+          pw.notes.push_back(what + ", equivalence: " + e.what());
+          eq.push_back(std::nan(""));
+          eq_ci.push_back("-");
+        }
+      }
       const double diff = (a.empty() || b.empty()) ? std::nan("") : stats::describe(b).mean - stats::describe(a).mean;
       rows.push_back({fam, levels[p.a].key_values[0], levels[p.b].key_values[0], std::to_string(a.size()),
                       std::to_string(b.size()), num(diff), g});
     }
     const auto hw = stats::holm(welch), hm = stats::holm(mwu), hp = stats::holm(pt), hx = stats::holm(wx);
+    const auto he = stats::holm(eq);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       auto row = rows[i];
       for (const std::string& cell : {pval(welch[i]), pval(hw[i]), stats::significance(hw[i]), pval(hm[i]),
                                       std::to_string(npairs[i]), pval(hp[i]), pval(hx[i])}) {
         row.push_back(cell);
       }
+      if (tost) {
+        row.push_back(eq_ci[i]);
+        row.push_back(pval(he[i]));
+        row.push_back(std::isnan(he[i]) ? "-" : he[i] < 0.05 ? "equivalent" : "not shown");
+      }
       pw.rows.push_back(row);
     }
+  }
+  if (tost) {
+    pw.notes.push_back("equivalence: two one-sided Welch t-tests (Schuirmann 1987) that mean b - a lies within +/-" +
+                       num(o.equivalence) + " " + unit + "; \"equivalent\" when their Holm-adjusted p < 0.05 (the "
+                       "90% interval then lies inside the margin); \"not shown\" is no evidence of a difference");
   }
   pw.notes.push_back("marks: *** p < 0.001, ** < 0.01, * < 0.05 (Welch, Holm-adjusted); paired tests match runs "
                      "by seed: the same seed means the same initial weights and sampler streams");

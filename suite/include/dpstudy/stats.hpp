@@ -21,6 +21,15 @@ struct Test {
 
 // scipy.stats.ttest_ind(a, b, equal_var=False)
 Test welch_t(const std::vector<double>& a, const std::vector<double>& b);
+// Equivalence of two means within +/- margin (Schuirmann's two one-sided
+// tests, with Welch's standard error and df; statsmodels' ttost_ind(a, b,
+// -margin, margin, usevar="unequal")): p is the larger of the two one-sided
+// p-values, so p < alpha shows mean(a) - mean(b) to lie within the margin,
+// as its 1 - 2 alpha interval then does.
+struct Equivalence {
+  double diff, ci90_low, ci90_high, df, p;  // diff = mean(a) - mean(b); p NaN when both groups are constant
+};
+Equivalence welch_tost(const std::vector<double>& a, const std::vector<double>& b, double margin);
 // scipy.stats.ttest_rel(a, b)
 Test paired_t(const std::vector<double>& a, const std::vector<double>& b);
 // scipy.stats.mannwhitneyu(a, b): U of a; exact when min(n) <= 8 and no ties,
