@@ -341,6 +341,31 @@ std::int64_t samples_needed(double d, double alpha, double power) {
   return -1;
 }
 
+double tost_power(double m, std::int64_t n, double alpha) {
+  // Welch's df, the test compare runs, lies between n - 1 and 2n - 2 and at a
+  // few seeds is often near the low end: the low end keeps this a lower bound.
+  const double df = double(n - 1);
+  const double crit = bm::quantile(bm::students_t(df), 1 - alpha);
+  const bm::non_central_t nct(df, m * std::sqrt(double(n) / 2));
+  return std::max(0.0, 1 - 2 * bm::cdf(nct, crit));
+}
+
+std::int64_t tost_samples_needed(double m, double alpha, double power) {
+  if (!(m > 0) || !std::isfinite(m)) throw UsageError("the equivalence margin must be > 0");
+  std::int64_t hi = 2;  // power grows with n: double, then bisect
+  while (tost_power(m, hi, alpha) < power) {
+    if (hi > 10000000) return -1;
+    hi *= 2;
+  }
+  if (hi == 2) return 2;
+  std::int64_t lo = hi / 2;  // short of the power, as the loop found
+  while (hi - lo > 1) {
+    const std::int64_t mid = (lo + hi) / 2;
+    (tost_power(m, mid, alpha) < power ? lo : hi) = mid;
+  }
+  return hi;
+}
+
 std::string significance(double p) {
   if (std::isnan(p)) return "-";
   return p < 0.001 ? "***" : p < 0.01 ? "**" : p < 0.05 ? "*" : "ns";

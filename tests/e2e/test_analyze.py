@@ -128,6 +128,15 @@ class Analyze(TempFolderTest):
         self.assertEqual(seen, {"equivalent", "not shown"})  # a whole accuracy range, and a ten-thousandth of it
         out = self.analyze("compare", self.main, "--factor", "overlap", "--where", "lr=0.05", "--equivalence", "0.01")
         self.assertIn("# equivalence: two one-sided Welch t-tests (Schuirmann 1987)", out)
+        # power: the seeds that would show it, more for a tighter margin.
+        seeds = []
+        for margin in ("0.05", "0.01"):
+            rows = json.loads(self.analyze("power", self.main, "--factor", "overlap", "--where", "lr=0.05",
+                                           "--where", "sync_period=1", "--equivalence", margin,
+                                           "--format", "json"))[0]["rows"]
+            seeds.append(rows[0][f"seeds per group for equivalence within +/-{margin}"])
+        self.assertTrue(all(isinstance(n, int) and n >= 2 for n in seeds), seeds)
+        self.assertLess(seeds[0], seeds[1])
         folder = os.path.join(self.tmp, "report-equivalence")
         self.analyze("report", self.main, "--by", "overlap,sync_period", "--factor", "overlap", "--where", "lr=0.05",
                      "--equivalence", "0.5", "--output", folder)
@@ -139,7 +148,7 @@ class Analyze(TempFolderTest):
                 (["compare", "--factor", "overlap", "--equivalence", "0"], "--equivalence: '0' must be a margin > 0"),
                 (["compare", "--factor", "overlap", "--equivalence", "nan"], "--equivalence: 'nan' must be"),
                 (["summary", "--by", "overlap", "--equivalence", "0.01"],
-                 "--equivalence: '0.01' applies to compare and report only")):
+                 "--equivalence: '0.01' applies to compare, report and power only")):
             self.assertIn(message, self.analyze(args[0], self.main, *args[1:], status=2))
 
     def test_runs_lists_each_run_with_the_keys_that_differ(self):

@@ -32,6 +32,12 @@ int main() {
       std::printf("%.17g %.17g\n", a.residual_ss, a.residual_df);
       continue;
     }
+    if (name == "tost_power") {  // m;n: "power needed_n" (alpha 0.05, power 0.8)
+      const double m = g[0].at(0);
+      std::printf("%.17g %lld\n", tost_power(m, std::int64_t(g[1].at(0))),
+                  static_cast<long long>(tost_samples_needed(m)));
+      continue;
+    }
     if (name == "tost") {  // a;b;margin: "df p ci90_low ci90_high"
       const Equivalence e = welch_tost(g[0], g[1], g[2].at(0));
       std::printf("%.17g %.17g %.17g %.17g\n", e.df, e.p, e.ci90_low, e.ci90_high);

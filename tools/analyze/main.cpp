@@ -29,7 +29,8 @@ commands:
                    Hedges' g; with a margin, whether each difference is shown to lie within it (TOST)
   anova            --factors K1,K2 [--within K] [--metric M]: factorial ANOVA (Type II): main effects and
                    interactions (does K1's effect depend on K2?), F, p, partial eta squared
-  power            --factor K [--within ...] [--baseline L] [--effect D]: detectable effect, seeds needed
+  power            --factor K [--within ...] [--baseline L] [--effect D] [--equivalence MARGIN]: detectable
+                   effect, seeds needed to detect D or to show equivalence within the margin
   curves           [--by K] [--series S] [--x step|epoch|samples|time_s] [--interval I]: mean curves with bands
   steps-to-result  --target T [--by batch_size] [--series S] [--throughput F]: first evaluated step reaching T
   report           --by K1,K2 [--factor F] --output FOLDER: report.md with the summary, the factorial ANOVA,
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
         "baseline", po::value(&o.baseline), "compare / power: compare every level with this one only")(
         "equivalence", po::value(&o.equivalence),
         "compare: also test each pair for equivalence within +/- this margin, in the metric's units (two one-sided "
-        "Welch tests; 0.01 = one point of accuracy)")(
+        "Welch tests; 0.01 = one point of accuracy); power: the seeds per group that would show it")(
         "include_diverged", po::bool_switch(&o.include_diverged), "keep diverged and failed runs")(
         "log_x", po::bool_switch(&o.log_x), "plot --kind summary: a logarithmic x axis (the key's values must be > 0)")(
         "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv or json")(
@@ -98,8 +99,8 @@ int main(int argc, char** argv) {
       throw ConfigError("equivalence", std::isnan(o.equivalence) ? "nan" : num(o.equivalence),
                         "must be a margin > 0 in the metric's units, e.g. 0.01 (one point of accuracy)");
     }
-    if (vm.count("equivalence") && o.command != "compare" && o.command != "report") {
-      throw ConfigError("equivalence", num(o.equivalence), "applies to compare and report only");
+    if (vm.count("equivalence") && o.command != "compare" && o.command != "report" && o.command != "power") {
+      throw ConfigError("equivalence", num(o.equivalence), "applies to compare, report and power only");
     }
     if (!(o.alpha > 0 && o.alpha < 1)) throw ConfigError("alpha", num(o.alpha), "must be in (0, 1)");
     if (!(o.power > 0 && o.power < 1)) throw ConfigError("power", num(o.power), "must be in (0, 1)");

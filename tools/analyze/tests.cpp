@@ -299,6 +299,7 @@ std::vector<Table> power(const Runs& r, const Options& o) {
   const std::string unit = metric_unit(r, o.metric);
   t.headers = {"family", o.factor + " a", o.factor + " b", "n a", "n b", "detectable d", with_unit("detectable diff", unit)};
   if (o.effect > 0) t.headers.push_back("seeds per group for d=" + num(o.effect));
+  if (o.equivalence > 0) t.headers.push_back("seeds per group for equivalence within +/-" + num(o.equivalence));
   for (const Group& family : group_runs(r, o.within, false)) {
     const std::string fam = label(o.within, family.key_values);
     const Runs fr = subset(r, family.runs);
@@ -309,10 +310,11 @@ std::vector<Table> power(const Runs& r, const Options& o) {
       const auto b = finite(metric_values(fr, levels[p.b].runs, o.metric));
       std::vector<std::string> row = {fam, levels[p.a].key_values[0], levels[p.b].key_values[0], std::to_string(a.size()),
                                       std::to_string(b.size())};
+      double sp = std::nan("");
       try {
         const double d = stats::detectable_effect(std::int64_t(a.size()), std::int64_t(b.size()), o.alpha, o.power);
         const double sa = stats::describe(a).sd, sb = stats::describe(b).sd;
-        const double sp = std::sqrt(((a.size() - 1) * sa * sa + (b.size() - 1) * sb * sb) / double(a.size() + b.size() - 2));
+        sp = std::sqrt(((a.size() - 1) * sa * sa + (b.size() - 1) * sb * sb) / double(a.size() + b.size() - 2));
         row.push_back(num(d, 3));
         row.push_back(num(d * sp, 3));
       } catch (const UsageError& e) {
@@ -321,10 +323,19 @@ std::vector<Table> power(const Runs& r, const Options& o) {
         t.notes.push_back(fam + ": " + e.what());
       }
       if (o.effect > 0) row.push_back(std::to_string(stats::samples_needed(o.effect, o.alpha, o.power)));
+      if (o.equivalence > 0) {  // at the pair's pooled sd; a true difference of 0
+        const std::int64_t n = sp > 0 ? stats::tost_samples_needed(o.equivalence / sp, o.alpha, o.power) : -1;
+        row.push_back(n > 0 ? std::to_string(n) : "-");
+      }
       t.rows.push_back(row);
     }
   }
   t.notes.push_back("d is Cohen's standardised difference; the detectable difference is d x the pooled sd");
+  if (o.equivalence > 0) {
+    t.notes.push_back("equivalence: seeds per group for the two one-sided tests to show |diff| < " +
+                      num(o.equivalence) + " with the power above if the true difference is 0, at the pair's pooled "
+                      "sd (a lower bound on the power, so the count errs high; - where the sd is 0 or undefined)");
+  }
   std::vector<std::string> held = o.within;
   held.push_back(o.factor);
   if (const std::string note = pooled_note(r, held); !note.empty()) t.notes.push_back(note);
