@@ -62,6 +62,16 @@ double t_two_sided(double t, double df) {
   return 2 * bm::cdf(bm::complement(bm::students_t(df), std::fabs(t)));
 }
 
+// Welch's standard error of mean(a) - mean(b) and its Welch-Satterthwaite df.
+struct WelchSe {
+  double se, df;
+};
+WelchSe welch_se(const std::vector<double>& a, const std::vector<double>& b) {
+  const double va = var_of(a) / double(a.size()), vb = var_of(b) / double(b.size());
+  return {std::sqrt(va + vb),
+          (va + vb) * (va + vb) / (va * va / double(a.size() - 1) + vb * vb / double(b.size() - 1))};
+}
+
 }  // namespace
 
 Describe describe(const std::vector<double>& x, double confidence) {
@@ -91,18 +101,16 @@ Describe describe(const std::vector<double>& x, double confidence) {
 
 Test welch_t(const std::vector<double>& a, const std::vector<double>& b) {
   need(std::min(a.size(), b.size()), 2, "Welch's t-test");
-  const double va = var_of(a) / double(a.size()), vb = var_of(b) / double(b.size());
-  const double t = (mean_of(a) - mean_of(b)) / std::sqrt(va + vb);
-  const double df = (va + vb) * (va + vb) / (va * va / double(a.size() - 1) + vb * vb / double(b.size() - 1));
-  return {t, df, va + vb == 0 ? kNaN : t_two_sided(t, df)};
+  const auto [se, df] = welch_se(a, b);
+  const double t = (mean_of(a) - mean_of(b)) / se;
+  return {t, df, se == 0 ? kNaN : t_two_sided(t, df)};
 }
 
 Equivalence welch_tost(const std::vector<double>& a, const std::vector<double>& b, double margin) {
   need(std::min(a.size(), b.size()), 2, "the equivalence test");
   if (!(margin > 0) || !std::isfinite(margin)) throw UsageError("the equivalence margin must be > 0");
-  const double va = var_of(a) / double(a.size()), vb = var_of(b) / double(b.size());
-  const double se = std::sqrt(va + vb), d = mean_of(a) - mean_of(b);
-  const double df = (va + vb) * (va + vb) / (va * va / double(a.size() - 1) + vb * vb / double(b.size() - 1));
+  const auto [se, df] = welch_se(a, b);
+  const double d = mean_of(a) - mean_of(b);
   if (se == 0) return {d, d, d, kNaN, kNaN};
   const bm::students_t t(df);
   const double above_low = bm::cdf(bm::complement(t, (d + margin) / se));  // H0: d <= -margin

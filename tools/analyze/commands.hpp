@@ -25,7 +25,7 @@ struct Options {
   std::vector<std::string> dirs, where, by, within, factors;
   bool include_diverged = false, log_x = false;
   double effect = 0, target = std::nan(""), alpha = 0.05, power = 0.8;
-  double equivalence = 0;  // compare: the margin of the equivalence test, metric units (0: none)
+  double equivalence = 0;  // compare, report, power: the equivalence margin, metric units (0: none)
 };
 
 std::string num(double v, int digits = 4);
