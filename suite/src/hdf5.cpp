@@ -2,8 +2,10 @@
 
 #include <hdf5.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 namespace dpstudy::h5 {
 namespace {
@@ -117,11 +119,27 @@ void Group::set(const std::string& name, const std::string& value) {
   write_attr(hid_t(id_), path_, name, t, t, &p);
 }
 
+namespace {
+
+// A NaN's sign and payload bits come from which NaN operand an addition
+// passed on, and a + b and b + a pass on different ones: the sums of
+// different process layouts agree bit for bit where finite, not in their
+// NaNs. Metrics store the one quiet NaN, so that their files agree too.
+double one_nan(double v) { return std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : v; }
+
+std::vector<double> one_nan(std::vector<double> v) {
+  for (double& x : v) x = one_nan(x);
+  return v;
+}
+
+}  // namespace
+
 void Group::set(const std::string& name, std::int64_t value) {
   write_attr(hid_t(id_), path_, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
 }
 
 void Group::set(const std::string& name, double value) {
+  value = one_nan(value);
   write_attr(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
 }
 
@@ -219,7 +237,7 @@ void write_dataset(hid_t group, const std::string& path, const std::string& name
 
 void Group::write(const std::string& name, const std::vector<double>& v, const std::string& unit) {
   const hsize_t dims[1] = {v.size()};
-  write_dataset(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v.data(), 1, dims, unit);
+  write_dataset(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, one_nan(v).data(), 1, dims, unit);
 }
 
 void Group::write(const std::string& name, const std::vector<std::int64_t>& v, const std::string& unit) {
@@ -249,7 +267,7 @@ void Group::write_matrix(const std::string& name, const std::vector<double>& v, 
                          const std::string& unit) {
   if (std::int64_t(v.size()) != rows * cols) throw Hdf5Error(path_, name + ": data does not fill the matrix");
   const hsize_t dims[2] = {hsize_t(rows), hsize_t(cols)};
-  write_dataset(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v.data(), 2, dims, unit);
+  write_dataset(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, one_nan(v).data(), 2, dims, unit);
 }
 
 namespace {

@@ -15,6 +15,7 @@ import sys
 import unittest
 
 import h5py
+import numpy as np
 
 from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
 
@@ -87,6 +88,32 @@ class Reproduce(TempFolderTest):
         out = self.reproduce(MLP, self.reference, mpi=2)
         self.assertIn("processes         1 -> 2", out)
         self.assertIn("# reproduce: identical", out)
+
+    @unittest.skipUnless(MPIEXEC, "built without MPI")
+    def test_a_diverged_run_reproduces_under_mpirun_nan_included(self):
+        # Its models' NaNs reach syncs/divergence through commutative sums that two processes order otherwise:
+        # the NaN's payload bits differed (a fuzzed ResNet-8 run, reproduced on 4 processes, exit 4). Results
+        # store the one quiet NaN, and --reproduce takes any NaN for any NaN (files written before).
+        self.exe([RESNET, "--dataset", "cifar10", "--depth", "8", "--batch_norm", "0", "--workers", "4",
+                  "--batch_size", "8", "--sync_period", "3", "--lr", "30", "--threads", "1",
+                  "--output", self.tmp, "--name", "diverged"])
+        reference = glob.glob(os.path.join(self.tmp, "diverged", "runs", "*.h5"))[0]
+        out = self.reproduce(RESNET, reference, mpi=2)
+        self.assertIn("# reproduce: identical", out)
+        again = os.path.join(self.tmp, "again", "reproduce-" + os.path.basename(reference)[:-3], "runs",
+                             os.path.basename(reference))
+        with h5py.File(reference, "r") as f, h5py.File(again, "r") as g:
+            self.assertEqual(f.attrs["status"], "diverged")
+            divergence = f["syncs/divergence"][()]
+            self.assertTrue(np.isnan(divergence).any(), divergence)
+            self.assertEqual(divergence.tobytes(), g["syncs/divergence"][()].tobytes())
+        older = os.path.join(self.tmp, "older-nan.h5")
+        shutil.copy(reference, older)
+        with h5py.File(older, "r+") as f:
+            d = f["syncs/divergence"][()]
+            d[np.isnan(d)] = np.frombuffer(np.uint64(0xFFF8000000000001).tobytes(), dtype=np.float64)[0]
+            f["syncs/divergence"][...] = d
+        self.assertIn("# reproduce: identical", self.reproduce(RESNET, older))
 
     def test_a_changed_metric_is_found_and_named(self):
         changed = os.path.join(self.tmp, "changed.h5")
