@@ -106,16 +106,17 @@ Test welch_t(const std::vector<double>& a, const std::vector<double>& b) {
   return {t, df, se == 0 ? kNaN : t_two_sided(t, df)};
 }
 
-Equivalence welch_tost(const std::vector<double>& a, const std::vector<double>& b, double margin) {
+Equivalence welch_tost(const std::vector<double>& a, const std::vector<double>& b, double margin, double alpha) {
   need(std::min(a.size(), b.size()), 2, "the equivalence test");
   if (!(margin > 0) || !std::isfinite(margin)) throw UsageError("the equivalence margin must be > 0");
+  if (!(alpha > 0 && alpha < 0.5)) throw UsageError("the equivalence test's alpha must be in (0, 0.5)");
   const auto [se, df] = welch_se(a, b);
   const double d = mean_of(a) - mean_of(b);
   if (se == 0) return {d, d, d, kNaN, kNaN};
   const bm::students_t t(df);
   const double above_low = bm::cdf(bm::complement(t, (d + margin) / se));  // H0: d <= -margin
   const double below_high = bm::cdf(t, (d - margin) / se);                // H0: d >= +margin
-  const double half = bm::quantile(t, 0.95) * se;
+  const double half = bm::quantile(t, 1 - alpha) * se;
   return {d, d - half, d + half, df, std::max(above_low, below_high)};
 }
 

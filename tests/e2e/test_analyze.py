@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -142,13 +143,28 @@ class Analyze(TempFolderTest):
                      "--equivalence", "0.5", "--output", folder)
         with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
             text = f.read()
-        self.assertIn("--within sync_period --equivalence 0.5", text)  # the command that makes the table alone
+        # The command that makes the table alone.
+        self.assertIn(f"dpstudy-analyze compare {self.main} --where 'lr=0.05' --equivalence 0.5 --factor overlap "
+                      "--within sync_period\n", text)
         self.assertIn("within +/-0.5", text)
+        # --alpha sets the test's level and its interval (1 - 2 alpha): p 9.92e-05 is equivalent at 0.05,
+        # not at 1e-5.
+        for alpha, interval, verdict in (("0.05", "90% CI of b - a (fraction)", "equivalent"),
+                                         ("0.00001", "99.998% CI of b - a (fraction)", "not shown")):
+            tables = json.loads(self.analyze("compare", self.main, "--factor", "overlap", "--where", "lr=0.05",
+                                             "--where", "sync_period=1", "--equivalence", "0.5", "--alpha", alpha,
+                                             "--format", "json"))
+            row = tables[1]["rows"][0]
+            self.assertEqual(row["within +/-0.5"], verdict, (alpha, row))
+            self.assertIn(interval, row)
+            self.assertIn(f"Holm-adjusted p < {float(alpha):g}", " ".join(tables[1]["notes"]))
         for args, message in (
                 (["compare", "--factor", "overlap", "--equivalence", "0"], "--equivalence: '0' must be a margin > 0"),
                 (["compare", "--factor", "overlap", "--equivalence", "nan"], "--equivalence: 'nan' must be"),
                 (["summary", "--by", "overlap", "--equivalence", "0.01"],
-                 "--equivalence: '0.01' applies to compare, report and power only")):
+                 "--equivalence 0.01: summary does not read it; it applies to compare, power, report"),
+                (["compare", "--factor", "overlap", "--alpha", "0.01"],
+                 "--alpha: '0.01' sets the level of the equivalence test in compare: give --equivalence MARGIN too")):
             self.assertIn(message, self.analyze(args[0], self.main, *args[1:], status=2))
 
     def test_runs_lists_each_run_with_the_keys_that_differ(self):
@@ -242,7 +258,7 @@ class Analyze(TempFolderTest):
                  "--within: 'lr,overlap' names 'overlap', which is also compared"),
                 (["power", "--factor", "overlap", "--effect", "-1"], "--effect: '-1' must be a standardised effect"),
                 (["power", "--factor", "overlap", "--effect", "inf"], "--effect: 'inf' must be a standardised effect"),
-                (["power", "--factor", "overlap", "--alpha", "5"], "--alpha: '5' must be in (0, 1)"),
+                (["power", "--factor", "overlap", "--alpha", "5"], "--alpha: '5' must be in (0, 0.5)"),
                 (["steps-to-result", "--target", "90"], "--target: '90' must be in (0, 1]: test_accuracy is a fraction"),
                 (["summary", "--by", "overlap", "--metric", "test_accuracy@step=ten"],
                  "'ten' is not a number of steps"),
@@ -313,6 +329,80 @@ class Analyze(TempFolderTest):
         for args, message in ((["--by", "overlap"], "report needs --output FOLDER"),
                               (["--output", folder], "report needs --by K1")):
             self.assertIn(message, self.analyze("report", self.main, *args, status=2))
+
+    def test_report_shows_the_options_each_part_read(self):
+        # Options that change a part (diverged runs kept, the bands, the curves' series, a baseline, the
+        # equivalence level) appear in that part's command, and each command run alone makes what the
+        # report holds.
+        folder = os.path.join(self.tmp, "report-options")
+        self.analyze("report", self.main, "--by", "overlap,sync_period", "--factor", "overlap", "--where",
+                     "lr<1", "--include_diverged", "--interval", "sd", "--series", "test_loss",
+                     "--baseline", "0.5", "--equivalence", "0.5", "--alpha", "0.025", "--style", "band",
+                     "--output", folder)
+        with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
+            text = f.read()
+        commands = re.findall(r"```sh\ndpstudy-analyze (.*)\n```", text)
+        self.assertEqual([c.split()[0] for c in commands], ["summary", "anova", "compare", "plot", "plot"])
+        shown = dict(zip(["summary", "anova", "compare", "plot summary", "plot curves"], commands))
+        self.assertIn("--include_diverged", shown["summary"])
+        self.assertIn("--baseline 0.5 --equivalence 0.5 --alpha 0.025", shown["compare"])
+        self.assertIn("--interval sd", shown["plot summary"])
+        self.assertIn("--style band", shown["plot summary"])
+        self.assertNotIn("--series", shown["plot summary"])
+        self.assertIn("--series test_loss", shown["plot curves"])
+        self.assertNotIn("--baseline", shown["summary"] + shown["anova"] + shown["plot curves"])
+        self.assertIn("95% CI of b - a", text)  # 1 - 2 x 0.025
+        alone = os.path.join(self.tmp, "report-options-alone")
+        os.makedirs(alone)
+        for command in commands:
+            args = shlex.split(command)
+            r = subprocess.run([ANALYZE, *args] + ([] if args[0] == "plot" else ["--format", "markdown"]),
+                               capture_output=True, text=True, timeout=120, cwd=alone)
+            self.assertEqual(r.returncode, 0, f"{command}: {r.stderr}")
+            if args[0] != "plot":
+                for table in r.stdout.strip().split("\n\n**"):
+                    self.assertIn(table.strip().lstrip("*"), text, command)
+        for png in ("summary.png", "curves.png"):
+            with open(os.path.join(alone, png), "rb") as f:
+                self.assertTrue(f.read(8).startswith(b"\x89PNG"))
+        # A part its command alone would refuse (a key of one value) says why instead of a half-made table.
+        self.analyze("report", self.main, "--by", "overlap,sync_period", "--factor", "overlap", "--where",
+                     "sync_period=1", "--output", folder)
+        with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
+            self.assertIn("(no table: --factors 'sync_period' has one value (1) in the 12 runs read", f.read())
+        os.remove(os.path.join(folder, "report.md"))
+        for args, message in ((["--factor", "ovrlap"], "--factor 'ovrlap' is not a column of the index"),
+                              (["--factor", "overlap", "--baseline", "0.7"], "--baseline: '0.7' is not a level")):
+            self.assertIn(message, self.analyze("report", self.main, "--by", "overlap", "--output", folder, *args,
+                                                status=2))
+            self.assertFalse(os.path.exists(os.path.join(folder, "report.md")), "refused before it is begun")
+        # One that fails halfway (the metric is read by its tables) leaves the previous report whole.
+        with open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
+            f.write("the previous report\n")
+        self.assertIn("metric 'accuracy' does not exist",
+                      self.analyze("report", self.main, "--by", "overlap", "--metric", "accuracy", "--output", folder,
+                                   status=2))
+        with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), "the previous report\n")
+        self.assertEqual(sorted(f for f in os.listdir(folder) if f.endswith(".partial")), [])
+
+    def test_an_option_the_command_does_not_read_is_refused(self):
+        # It was ignored: summary --output wrote no file, compare --alpha changed nothing.
+        for args, message in (
+                (["summary", "--by", "overlap", "--output", "s.png"],
+                 "--output s.png: summary does not read it; it applies to report, plot"),
+                (["summary", "--by", "overlap", "--factor", "lr"],
+                 "--factor lr: summary does not read it; it applies to compare, power, report"),
+                (["steps-to-result", "--target", "0.5", "--include_diverged"],
+                 "--include_diverged: steps-to-result does not read it"),
+                (["plot", "--kind", "curves", "--output", "c.png", "--log_x"],
+                 "--log_x: plot --kind curves does not read it; it applies to report, plot --kind summary"),
+                (["report", "--by", "overlap", "--output", "r", "--format", "csv"],
+                 "--format csv: report does not read it"),
+                (["curves", "--target", "0.5"], "--target 0.5: curves does not read it"),
+                (["anova", "--factors", "overlap,lr", "--effect", "0.5"], "--effect 0.5: anova does not read it"),
+                (["sumary", "--by", "overlap"], "unknown command 'sumary'; the commands: runs, summary,")):
+            self.assertIn(message, self.analyze(args[0], self.main, *args[1:], status=2))
 
     def test_studies_compare_by_name_and_folder(self):
         rows = list(csv.DictReader(io.StringIO(self.analyze("summary", self.main, self.batch, "--by", "study",

@@ -80,23 +80,25 @@ class AgainstScipy(unittest.TestCase):
             self.fail(f"python3-statsmodels is needed for this check (tools/install-deps): {e}")
         rng = np.random.default_rng(11)
         cases = []
-        for n1, n2, shift, margin in ((5, 5, 0.0, 0.01), (6, 9, 0.004, 0.01), (12, 15, 0.012, 0.01),
-                                      (30, 25, -0.003, 0.005), (5, 7, 0.0, 0.001)):
-            cases.append((rng.normal(0.85 + shift, 0.006, n1), rng.normal(0.85, 0.009, n2), margin))
-        lines = [f"tost;{','.join(map(repr, map(float, a)))};{','.join(map(repr, map(float, b)))};{m!r}"
-                 for a, b, m in cases]
+        for n1, n2, shift, margin, alpha in ((5, 5, 0.0, 0.01, 0.05), (6, 9, 0.004, 0.01, 0.05),
+                                             (12, 15, 0.012, 0.01, 0.05), (30, 25, -0.003, 0.005, 0.05),
+                                             (5, 7, 0.0, 0.001, 0.05), (8, 8, 0.002, 0.01, 0.01),
+                                             (20, 14, -0.001, 0.006, 0.025)):
+            cases.append((rng.normal(0.85 + shift, 0.006, n1), rng.normal(0.85, 0.009, n2), margin, alpha))
+        lines = [f"tost;{','.join(map(repr, map(float, a)))};{','.join(map(repr, map(float, b)))};{m!r};{al!r}"
+                 for a, b, m, al in cases]
         r = subprocess.run([EXE], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
-        for (a, b, m), row in zip(cases, r.stdout.strip().split("\n")):
+        for (a, b, m, alpha), row in zip(cases, r.stdout.strip().split("\n")):
             df, p, low, high = map(float, row.split())
             ref_p, lower, upper = ttost_ind(a, b, -m, m, usevar="unequal")
             self.assertTrue(np.isclose(p, ref_p, rtol=1e-6), f"{len(a)}, {len(b)}: p {p} vs {ref_p}")
             self.assertTrue(np.isclose(df, lower[2], rtol=1e-6) and np.isclose(df, upper[2], rtol=1e-6))
-            # The 90 % interval: inside the margin exactly when p < 0.05.
+            # The 1 - 2 alpha interval (90 % at alpha 0.05): inside the margin exactly when p < alpha.
             d = a.mean() - b.mean()
             se = np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
-            half = stats.t.ppf(0.95, lower[2]) * se
+            half = stats.t.ppf(1 - alpha, lower[2]) * se
             np.testing.assert_allclose([low, high], [d - half, d + half], rtol=1e-6)
-            self.assertEqual(p < 0.05, -m < low and high < m)
+            self.assertEqual(p < alpha, -m < low and high < m)
         print(f"{len(cases)} equivalence tests agree with statsmodels' ttost_ind")
 
     def test_equivalence_power_against_simulation(self):

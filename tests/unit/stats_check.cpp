@@ -38,9 +38,9 @@ int main() {
                   static_cast<long long>(tost_samples_needed(m)));
       continue;
     }
-    if (name == "tost") {  // a;b;margin: "df p ci90_low ci90_high"
-      const Equivalence e = welch_tost(g[0], g[1], g[2].at(0));
-      std::printf("%.17g %.17g %.17g %.17g\n", e.df, e.p, e.ci90_low, e.ci90_high);
+    if (name == "tost") {  // a;b;margin[;alpha]: "df p ci_low ci_high" (the 1 - 2 alpha interval)
+      const Equivalence e = welch_tost(g[0], g[1], g[2].at(0), g.size() > 3 ? g[3].at(0) : 0.05);
+      std::printf("%.17g %.17g %.17g %.17g\n", e.df, e.p, e.ci_low, e.ci_high);
       continue;
     }
     Test t{};

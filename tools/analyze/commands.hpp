@@ -26,7 +26,21 @@ struct Options {
   bool include_diverged = false, log_x = false;
   double effect = 0, target = std::nan(""), alpha = 0.05, power = 0.8;
   double equivalence = 0;  // compare, report, power: the equivalence margin, metric units (0: none)
+  // The options as typed, in order, each with its words (none for a switch): the report shows under
+  // each of its parts those that part read.
+  std::vector<std::pair<std::string, std::vector<std::string>>> typed;
 };
+
+// options.cpp
+// Whether `command` (plot: with --kind `kind`) reads option `name`; every command reads --where.
+bool reads_option(const std::string& command, const std::string& kind, const std::string& name);
+// "compare, power, report", for the message refusing the option elsewhere.
+std::string commands_reading(const std::string& name);
+// The word as it is where the shell passes it on unchanged, else in single quotes.
+std::string shell_word(const std::string& s);
+// " --name value ..." for each typed option that `command` reads, but those in `skip`, quoted for a shell.
+std::string typed_options(const Options& o, const std::string& command, const std::string& kind,
+                          const std::vector<std::string>& skip);
 
 std::string num(double v, int digits = 4);
 std::string join(const std::vector<std::string>& items, const std::string& separator);
@@ -58,6 +72,8 @@ std::vector<Table> summary(const Runs& r, const Options& o);
 std::vector<Table> compare(const Runs& r, const Options& o);
 std::vector<Table> anova(const Runs& r, const Options& o);
 std::vector<Table> power(const Runs& r, const Options& o);
+// ConfigError for a --baseline that is no level of --factor (a typo, not a missing level).
+void check_baseline(const Runs& r, const Options& o);
 
 // curves.cpp
 struct Curve {

@@ -24,9 +24,9 @@ commands:
   runs             [--by K1,K2] [--metric M]: one row per run: id, status, the run keys that tell the runs
                    apart (or the --by keys), the metric; --format csv for a spreadsheet
   summary          --by K1,K2 [--metric M]: n, mean, sd, sem, 95 % t interval, median, min, max per group
-  compare          --factor K [--within K1,K2] [--baseline LEVEL] [--metric M] [--equivalence MARGIN]: ANOVA,
-                   Welch ANOVA, Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed), Holm,
-                   Hedges' g; with a margin, whether each difference is shown to lie within it (TOST)
+  compare          --factor K [--within K1,K2] [--baseline LEVEL] [--metric M] [--equivalence MARGIN [--alpha A]]:
+                   ANOVA, Welch ANOVA, Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed),
+                   Holm, Hedges' g; with a margin, whether each difference is shown to lie within it (TOST)
   anova            --factors K1,K2 [--within K] [--metric M]: factorial ANOVA (Type II): main effects and
                    interactions (does K1's effect depend on K2?), F, p, partial eta squared
   power            --factor K [--within ...] [--baseline L] [--effect D] [--equivalence MARGIN]: detectable
@@ -36,6 +36,8 @@ commands:
   report           --by K1,K2 [--factor F] --output FOLDER: report.md with the summary, the factorial ANOVA,
                    the comparisons of F and the figures, each with its command
   plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command)
+
+An option the command does not read is refused (say, --output with summary).
 
 metrics: any numeric index column (final_test_accuracy, best_test_accuracy, wall_time_s, ...), an
 eval series at a point: test_accuracy@epoch=1, test_loss@step=200, or the mean of its last K
@@ -66,7 +68,8 @@ int main(int argc, char** argv) {
         "log_x", po::bool_switch(&o.log_x), "plot --kind summary: a logarithmic x axis (the key's values must be > 0)")(
         "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv or json")(
         "effect", po::value(&o.effect), "power: seeds needed to detect this standardised effect d")(
-        "alpha", po::value(&o.alpha)->default_value(0.05, "0.05"), "power: significance level")(
+        "alpha", po::value(&o.alpha)->default_value(0.05, "0.05"),
+        "compare, report: the equivalence test's level (its interval is 1 - 2 alpha); power: the tests' level")(
         "power", po::value(&o.power)->default_value(0.8, "0.8"), "power: required power")(
         "series", po::value(&o.series)->default_value(o.series), "curves / steps-to-result: eval series")(
         "x", po::value(&o.x)->default_value(o.x), "curves: step, epoch, samples or time_s")(
@@ -86,11 +89,30 @@ int main(int argc, char** argv) {
     po::options_description all;
     all.add(named).add(hidden);
     po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).positional(pos).run();
+    po::store(parsed, vm);
     po::notify(vm);
     if (vm.count("help") || o.command.empty()) {
       std::cout << kUsage << "\n" << named;
       return o.command.empty() && !vm.count("help") ? 2 : 0;
+    }
+    const std::vector<std::string> commands = {"runs",  "summary",         "compare", "anova", "power",
+                                               "curves", "steps-to-result", "report",  "plot"};
+    if (std::find(commands.begin(), commands.end(), o.command) == commands.end()) {
+      throw UsageError("unknown command '" + o.command + "'; the commands: " + join(commands, ", "));
+    }
+    if (o.command == "plot" && o.kind != "summary" && o.kind != "curves" && o.kind != "steps" && o.kind != "best_lr") {
+      throw ConfigError("kind", o.kind, "is not one of: summary, curves, steps, best_lr");
+    }
+    // An option the command would ignore is a slip (summary --output f.png wrote no file): refused.
+    for (const po::option& opt : parsed.options) {
+      if (opt.string_key == "command" || opt.string_key == "dirs") continue;
+      o.typed.emplace_back(opt.string_key, opt.value);
+      if (!reads_option(o.command, o.kind, opt.string_key)) {
+        const std::string what = o.command == "plot" ? "plot --kind " + o.kind : o.command;
+        throw UsageError("--" + opt.string_key + (opt.value.empty() ? "" : " " + join(opt.value, " ")) + ": " + what +
+                         " does not read it; it applies to " + commands_reading(opt.string_key));
+      }
     }
     if (vm.count("effect") && !(o.effect > 0 && std::isfinite(o.effect))) {
       throw ConfigError("effect", num(o.effect), "must be a standardised effect d > 0, e.g. 0.5");
@@ -99,10 +121,13 @@ int main(int argc, char** argv) {
       throw ConfigError("equivalence", std::isnan(o.equivalence) ? "nan" : num(o.equivalence),
                         "must be a margin > 0 in the metric's units, e.g. 0.01 (one point of accuracy)");
     }
-    if (vm.count("equivalence") && o.command != "compare" && o.command != "report" && o.command != "power") {
-      throw ConfigError("equivalence", num(o.equivalence), "applies to compare, report and power only");
+    if ((o.command == "compare" || o.command == "report") && vm.count("alpha") && !vm["alpha"].defaulted() &&
+        !vm.count("equivalence")) {
+      throw ConfigError("alpha", num(o.alpha),
+                        "sets the level of the equivalence test in " + o.command + ": give --equivalence MARGIN too (its "
+                        "other tests show p-values with marks at 0.05, 0.01, 0.001)");
     }
-    if (!(o.alpha > 0 && o.alpha < 1)) throw ConfigError("alpha", num(o.alpha), "must be in (0, 1)");
+    if (!(o.alpha > 0 && o.alpha < 0.5)) throw ConfigError("alpha", num(o.alpha), "must be in (0, 0.5), e.g. 0.05");
     if (!(o.power > 0 && o.power < 1)) throw ConfigError("power", num(o.power), "must be in (0, 1)");
     o.by = split_list(by);
     o.within = split_list(within);
@@ -146,11 +171,9 @@ int main(int argc, char** argv) {
       print(curves(r, o), format);
     } else if (o.command == "steps-to-result") {
       print(steps_to_result(r, o), format);
-    } else if (o.command == "plot") {
+    } else {
       if ((o.kind == "steps" || o.kind == "best_lr") && o.by.empty()) o.by = {"batch_size"};
       plot(r, o);
-    } else {
-      throw UsageError("unknown command '" + o.command + "'; see dpstudy-analyze --help");
     }
     return 0;
   } catch (const po::error& e) {

@@ -27,18 +27,36 @@ void report(const Runs& r, const Options& o) {
     throw UsageError("report needs --by K1[,K2,...]: 1 to 4 keys to group by (the first is its figures' x axis)");
   }
   require_columns(r, o.by, "--by");
+  if (!o.factor.empty()) {  // typos end the report before it is begun
+    require_columns(r, {o.factor}, "--factor");
+    check_baseline(r, o);
+  }
   std::error_code ec;
   fs::create_directories(o.output, ec);
-  const std::string path = (fs::path(o.output) / "report.md").string();
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> md(std::fopen(path.c_str(), "w"), std::fclose);
-  if (!md) throw ConfigError("output", o.output, "cannot be written (" + path + ")");
+  // Written beside report.md and renamed over it once whole: a report that fails halfway (an unknown
+  // metric) leaves the previous one, not half of a new one.
+  const std::string path = (fs::path(o.output) / "report.md").string(), partial = path + ".partial";
+  struct RemoveUnlessKept {
+    const std::string& file;
+    bool keep = false;
+    ~RemoveUnlessKept() {
+      if (!keep) std::remove(file.c_str());
+    }
+  } unless_done{partial};
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> md(std::fopen(partial.c_str(), "w"), std::fclose);
+  if (!md) throw ConfigError("output", o.output, "cannot be written (" + partial + ")");
   std::FILE* out = md.get();
 
-  std::string by = join(o.by, ","), dirs = join(o.dirs, " "), filters;
-  for (const std::string& w : o.where) filters += " --where '" + w + "'";
-  const std::string common = dirs + filters + (o.metric == "final_test_accuracy" ? "" : " --metric " + o.metric);
-  const auto section = [&](const std::string& title, const std::string& command) {
-    std::fprintf(out, "## %s\n\n```sh\ndpstudy-analyze %s\n```\n\n", title.c_str(), command.c_str());
+  std::string by = join(o.by, ","), dirs, filters;
+  for (const std::string& d : o.dirs) dirs += (dirs.empty() ? "" : " ") + shell_word(d);
+  for (const std::string& w : o.where) filters += " --where " + shell_word(w);
+  // Each part's command: the folders, the typed options that part reads, then those the report sets for it.
+  const auto command = [&](const std::string& name, const std::string& kind, const std::string& set,
+                           const std::vector<std::string>& skip) {
+    return (name == "plot" ? "plot --kind " + kind + " " : name + " ") + dirs + typed_options(o, name, kind, skip) + set;
+  };
+  const auto section = [&](const std::string& title, const std::string& shown) {
+    std::fprintf(out, "## %s\n\n```sh\ndpstudy-analyze %s\n```\n\n", title.c_str(), shown.c_str());
   };
   std::set<std::string> studies;
   std::map<std::string, int> status;
@@ -53,13 +71,27 @@ void report(const Runs& r, const Options& o) {
                counts.c_str(), dirs.c_str(), filters.empty() ? "" : (", runs kept by" + filters).c_str(),
                o.metric.c_str());
 
-  section("Summary", "summary " + common + " --by " + by);
+  // A part whose command alone refuses these runs (a key of one value compares nothing) says so.
+  const auto refusal = [&](const std::vector<std::string>& keys, const char* option) -> std::string {
+    try {
+      require_levels(r, keys, option);
+      return "";
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+  };
+  section("Summary", command("summary", "", " --by " + by, {"by"}));
   print(summary(r, o), Format::markdown, out);
   if (o.by.size() >= 2) {
     Options a = o;
     a.factors = o.by;
-    section("Factorial ANOVA", "anova " + common + " --factors " + by);
-    print(anova(r, a), Format::markdown, out);
+    a.within.clear();  // the report's --within is for the comparisons; every --by key is a factor here
+    section("Factorial ANOVA", command("anova", "", " --factors " + by, {"within"}));
+    if (const std::string why = refusal(o.by, "--factors"); !why.empty()) {
+      std::fprintf(out, "(no table: %s)\n\n", why.c_str());
+    } else {
+      print(anova(r, a), Format::markdown, out);
+    }
   }
   if (!o.factor.empty()) {
     Options c = o;
@@ -69,9 +101,13 @@ void report(const Runs& r, const Options& o) {
       }
     }
     section("Comparisons of " + o.factor,
-            "compare " + common + " --factor " + o.factor + (c.within.empty() ? "" : " --within " + join(c.within, ",")) +
-                (o.equivalence > 0 ? " --equivalence " + num(o.equivalence) : ""));
-    print(compare(r, c), Format::markdown, out);
+            command("compare", "", " --factor " + o.factor + (c.within.empty() ? "" : " --within " + join(c.within, ",")),
+                    {"factor", "within"}));
+    if (const std::string why = refusal({o.factor}, "--factor"); !why.empty()) {
+      std::fprintf(out, "(no table: %s)\n\n", why.c_str());
+    } else {
+      print(compare(r, c), Format::markdown, out);
+    }
   }
   std::fprintf(out, "## Figures\n\n");
   const auto figure = [&](const std::string& kind, const std::vector<std::string>& keys, const std::string& file) {
@@ -79,8 +115,8 @@ void report(const Runs& r, const Options& o) {
     f.kind = kind;
     f.by = keys;
     f.output = (fs::path(o.output) / file).string();
-    std::fprintf(out, "```sh\ndpstudy-analyze plot --kind %s %s --by %s --output %s\n```\n\n", kind.c_str(),
-                 common.c_str(), join(keys, ",").c_str(), file.c_str());
+    std::fprintf(out, "```sh\ndpstudy-analyze %s\n```\n\n",
+                 command("plot", kind, " --by " + join(keys, ",") + " --output " + file, {"by", "output"}).c_str());
     try {
       plot(r, f);
       std::fprintf(out, "![%s by %s](%s)\n\n", kind.c_str(), join(keys, ", ").c_str(), file.c_str());
@@ -96,6 +132,11 @@ void report(const Runs& r, const Options& o) {
   figure("summary", std::vector<std::string>(o.by.begin(), o.by.begin() + std::min<std::size_t>(2, o.by.size())),
          "summary.png");
   figure("curves", {o.by[0]}, "curves.png");
+  const bool written = std::fflush(out) == 0 && !std::ferror(out);
+  if (std::fclose(md.release()) != 0 || !written || std::rename(partial.c_str(), path.c_str()) != 0) {
+    throw ConfigError("output", o.output, "cannot be written (" + path + ")");
+  }
+  unless_done.keep = true;
   std::printf("wrote %s\n", path.c_str());
 }
 

@@ -99,6 +99,11 @@ double p_or_nan(F&& f, std::vector<std::string>& notes, const std::string& what)
   }
 }
 
+// The equivalence test's interval, 1 - 2 alpha: "90%" at alpha 0.05; digits enough not to read 100%.
+std::string tost_interval(double alpha) { return num(100 - 200 * alpha, 10) + "%"; }
+
+}  // namespace
+
 // A --baseline that is no level of the factor at all is a typo, not a missing level.
 void check_baseline(const Runs& r, const Options& o) {
   if (o.baseline.empty()) return;
@@ -109,8 +114,6 @@ void check_baseline(const Runs& r, const Options& o) {
   }
   throw ConfigError("baseline", o.baseline, "is not a level of " + o.factor + "; its levels: " + levels);
 }
-
-}  // namespace
 
 std::vector<Table> compare(const Runs& r, const Options& o) {
   if (o.factor.empty()) throw UsageError("compare needs --factor KEY");
@@ -127,7 +130,7 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
                 "Wilcoxon p Holm"};
   const bool tost = o.equivalence > 0;
   if (tost) {
-    for (const std::string& h : {with_unit("90% CI of b - a", unit), std::string("TOST p Holm"),
+    for (const std::string& h : {with_unit(tost_interval(o.alpha) + " CI of b - a", unit), std::string("TOST p Holm"),
                                  "within +/-" + num(o.equivalence)}) {
       pw.headers.push_back(h);
     }
@@ -183,9 +186,9 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       }
       if (tost) {
         try {
-          const stats::Equivalence e = stats::welch_tost(b, a, o.equivalence);
+          const stats::Equivalence e = stats::welch_tost(b, a, o.equivalence, o.alpha);
           eq.push_back(e.p);
-          eq_ci.push_back("[" + num(e.ci90_low) + ", " + num(e.ci90_high) + "]");
+          eq_ci.push_back("[" + num(e.ci_low) + ", " + num(e.ci_high) + "]");
         } catch (const UsageError& e) {
           pw.notes.push_back(what + ", equivalence: " + e.what());
           eq.push_back(std::nan(""));
@@ -207,15 +210,16 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       if (tost) {
         row.push_back(eq_ci[i]);
         row.push_back(pval(he[i]));
-        row.push_back(std::isnan(he[i]) ? "-" : he[i] < 0.05 ? "equivalent" : "not shown");
+        row.push_back(std::isnan(he[i]) ? "-" : he[i] < o.alpha ? "equivalent" : "not shown");
       }
       pw.rows.push_back(row);
     }
   }
   if (tost) {
     pw.notes.push_back("equivalence: two one-sided Welch t-tests (Schuirmann 1987) that mean b - a lies within +/-" +
-                       num(o.equivalence) + " " + unit + "; \"equivalent\" when their Holm-adjusted p < 0.05 (the "
-                       "90% interval then lies inside the margin); \"not shown\" is no evidence of a difference");
+                       num(o.equivalence) + " " + unit + "; \"equivalent\" when their Holm-adjusted p < " +
+                       num(o.alpha) + " (the " + tost_interval(o.alpha) +
+                       " interval then lies inside the margin); \"not shown\" is no evidence of a difference");
   }
   pw.notes.push_back("marks: *** p < 0.001, ** < 0.01, * < 0.05 (Welch, Holm-adjusted); paired tests match runs "
                      "by seed: the same seed means the same initial weights and sampler streams");

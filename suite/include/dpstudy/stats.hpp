@@ -27,9 +27,11 @@ Test welch_t(const std::vector<double>& a, const std::vector<double>& b);
 // p-values, so p < alpha shows mean(a) - mean(b) to lie within the margin,
 // as its 1 - 2 alpha interval then does.
 struct Equivalence {
-  double diff, ci90_low, ci90_high, df, p;  // diff = mean(a) - mean(b); p NaN when both groups are constant
+  // diff = mean(a) - mean(b) and its 1 - 2 alpha interval, which lies inside +/-margin exactly when p < alpha;
+  // p NaN when both groups are constant
+  double diff, ci_low, ci_high, df, p;
 };
-Equivalence welch_tost(const std::vector<double>& a, const std::vector<double>& b, double margin);
+Equivalence welch_tost(const std::vector<double>& a, const std::vector<double>& b, double margin, double alpha = 0.05);
 // scipy.stats.ttest_rel(a, b)
 Test paired_t(const std::vector<double>& a, const std::vector<double>& b);
 // scipy.stats.mannwhitneyu(a, b): U of a; exact when min(n) <= 8 and no ties,
