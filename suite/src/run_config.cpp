@@ -98,6 +98,35 @@ double RunConfig::peak_lr() const {
   return base;
 }
 
+std::vector<std::pair<std::string, std::string>> RunConfig::inert_keys() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto inert = [&](const char* key, const std::string& because) { out.emplace_back(key, because); };
+  if (optimizer == OptimizerKind::sgd) inert("momentum", "optimizer = sgd");
+  const std::string by_schedule = "schedule = " + to_string(schedule);
+  if (schedule != LrSchedule::step) {
+    inert("lr_milestones", by_schedule);
+    inert("lr_decay", by_schedule);
+  }
+  if (schedule == LrSchedule::constant || schedule == LrSchedule::step) inert("lr_end_factor", by_schedule);
+  if (schedule != LrSchedule::linear) inert("lr_decay_steps", by_schedule);
+  if (lr_scaling == LrScaling::none) inert("lr_base_batch", "lr_scaling = none");
+  if (warmup_epochs == 0) inert("warmup_start", "warmup_epochs = 0");
+  if (sync_period == 1) {  // every step synchronous, whatever the epoch or the groups
+    inert("local_sgd_from_epoch", "sync_period = 1");
+    inert("group_sync_period", "sync_period = 1");
+  } else if (group_size == 1) {
+    inert("group_sync_period", "group_size = 1");
+  }
+  if (sparsity == 0) {
+    inert("pruning", "sparsity = 0");
+    inert("snip_batches", "sparsity = 0");
+  } else if (pruning != Pruning::snip) {
+    inert("snip_batches", "pruning = " + to_string(pruning));
+  }
+  if (granularity != Granularity::medium) inert("block_size", "granularity = " + to_string(granularity));
+  return out;
+}
+
 std::string to_text(const ConfigValue& v) {
   if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
   if (const auto* d = std::get_if<double>(&v)) return num(*d);

@@ -3,6 +3,8 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
@@ -74,6 +76,64 @@ std::string unmatched_rule_note(const ExcludeRule& rule, const decltype(Request:
   return "# warning: the exclude rule '" + to_string(rule) + "' drops no combination: " + why;
 }
 
+// Keys given that change nothing: in every run that gives them (a slip:
+// --optimizer sgd --momentum 0.5), or such that runs train alike (the same
+// training under two run ids: compute spent twice, and groups that seem to differ).
+std::vector<std::string> inert_key_notes(const std::vector<PlannedRun>& runs) {
+  std::map<std::string, std::size_t> given, inert;
+  std::map<std::string, std::set<std::string>> because;
+  std::map<std::string, const PlannedRun*> trained;  // each run's settings, its inert keys left out
+  std::set<std::string> alike_keys;
+  std::size_t alike = 0;
+  for (const PlannedRun& p : runs) {
+    const auto inert_here = p.config.inert_keys();
+    std::set<std::string> blank, given_here;
+    for (const auto& kv : inert_here) blank.insert(kv.first);
+    for (const auto& kv : p.values) {
+      ++given[kv.first];
+      given_here.insert(kv.first);
+      for (const auto& [key, why] : inert_here) {
+        if (key == kv.first) ++inert[key], because[key].insert(why);
+      }
+    }
+    std::string settings;
+    for (const auto& [k, v] : p.key_values) {
+      if (!blank.count(k)) settings += k + "=" + to_text(v) + "\n";
+    }
+    const auto [first, is_new] = trained.emplace(settings, &p);
+    if (!is_new) {  // trains as `first` does: name the inert keys whose values tell the two apart
+      ++alike;
+      const KeyValues& a = first->second->key_values;
+      for (std::size_t i = 0; i < a.size() && i < p.key_values.size(); ++i) {
+        if (blank.count(a[i].first) && given_here.count(a[i].first) && a[i].second != p.key_values[i].second) {
+          alike_keys.insert(a[i].first);
+        }
+      }
+    }
+  }
+  const auto reasons = [&](const std::string& key) {  // "optimizer = sgd", "schedule = cosine or schedule = step"
+    std::string out;
+    for (const auto& r : because[key]) out += (out.empty() ? "" : " or ") + r;
+    return out;
+  };
+  std::vector<std::string> notes;
+  if (alike > 0) {
+    std::string why;
+    for (const auto& k : alike_keys) why += (why.empty() ? "" : "; ") + k + " changes nothing where " + reasons(k);
+    notes.push_back("# warning: " + std::to_string(alike) + " of " + std::to_string(runs.size()) +
+                    " runs train exactly as another run of the study does: " + why +
+                    " (drop them with --exclude)");
+  }
+  for (const auto& [key, n] : inert) {
+    if (n == given[key] && !alike_keys.count(key)) {
+      notes.push_back("# warning: " + key + " changes nothing in " +
+                      (n == 1 ? std::string("the run") : "any of the " + std::to_string(n) + " runs") + ": " +
+                      reasons(key));
+    }
+  }
+  return notes;
+}
+
 }  // namespace
 
 Plan plan_runs(const Request& request, const Workload& workload) {
@@ -122,6 +182,9 @@ Plan plan_runs(const Request& request, const Workload& workload) {
   if (plan.runs.empty()) throw UsageError("the study has no runs (every combination is excluded)");
   for (std::size_t i = 0; i < request.rules.size(); ++i) {
     if (dropped_by[i] == 0) plan.notes.push_back(unmatched_rule_note(request.rules[i], request.axes));
+  }
+  if (request.stored.run_id.empty()) {  // a reproduction gives every key its file holds
+    for (auto& note : inert_key_notes(plan.runs)) plan.notes.push_back(std::move(note));
   }
   return plan;
 }

@@ -242,6 +242,9 @@ int run_single(Job& job) {
     for (const auto& [k, v] : p.key_values) std::printf(" %s=%s", k.c_str(), to_text(v).c_str());
     std::printf("\n");
   }
+  if (lead) {
+    for (const auto& note : job.plan.notes) std::printf("%s\n", note.c_str());
+  }
   std::vector<int> world_ranks(static_cast<std::size_t>(job.session.size()));
   for (int r = 0; r < job.session.size(); ++r) world_ranks[std::size_t(r)] = r;
   RunComm rc(world_ranks, p.config.workers, 0);

@@ -476,3 +476,85 @@ TEST(Training, ATrainerToldNoThreadCountFindsTheProcesssAfterASideBySideOne) {
   EXPECT_EQ(next.parallelism(), Parallelism::operations);
   EXPECT_EQ(at::get_num_threads(), 2);
 }
+
+// What RunConfig::inert_keys names (studies warn of it: docs/studies.md) must
+// change no bit of the run: each key trained at two values where its
+// condition holds. And the comparison can tell: an active key changes bits.
+TEST(Training, KeysNamedInertChangeNoBit) {
+  struct Case {
+    std::string key, because;
+    std::function<void(RunConfig&)> setting, one, other;
+  };
+  const auto none = [](RunConfig&) {};
+  const std::vector<Case> cases = {
+      {"momentum", "optimizer = sgd", [](RunConfig& c) { c.optimizer = OptimizerKind::sgd; },
+       [](RunConfig& c) { c.momentum = 0.9; }, [](RunConfig& c) { c.momentum = 0.5; }},
+      {"lr_milestones", "schedule = cosine", [](RunConfig& c) { c.schedule = LrSchedule::cosine; }, none,
+       [](RunConfig& c) { c.lr_milestones = {0.5, 1.5}; }},
+      {"lr_decay", "schedule = linear", [](RunConfig& c) { c.schedule = LrSchedule::linear; }, none,
+       [](RunConfig& c) { c.lr_decay = 0.5; }},
+      {"lr_end_factor", "schedule = step",
+       [](RunConfig& c) {
+         c.schedule = LrSchedule::step;
+         c.lr_milestones = {0.5};
+       },
+       none, [](RunConfig& c) { c.lr_end_factor = 0.5; }},
+      {"lr_decay_steps", "schedule = cosine", [](RunConfig& c) { c.schedule = LrSchedule::cosine; }, none,
+       [](RunConfig& c) { c.lr_decay_steps = 5; }},
+      {"lr_base_batch", "lr_scaling = none", [](RunConfig& c) { c.workers = 2; }, none,
+       [](RunConfig& c) { c.lr_base_batch = 256; }},
+      {"warmup_start", "warmup_epochs = 0", none, none, [](RunConfig& c) { c.warmup_start = WarmupStart::base; }},
+      {"local_sgd_from_epoch", "sync_period = 1", [](RunConfig& c) { c.workers = 4; }, none,
+       [](RunConfig& c) { c.local_sgd_from_epoch = 1; }},
+      {"group_sync_period", "sync_period = 1",
+       [](RunConfig& c) {
+         c.workers = 4;
+         c.group_size = 2;
+       },
+       none, [](RunConfig& c) { c.group_sync_period = 2; }},
+      {"group_sync_period", "group_size = 1",
+       [](RunConfig& c) {
+         c.workers = 4;
+         c.sync_period = 4;
+       },
+       none, [](RunConfig& c) { c.group_sync_period = 2; }},
+      {"pruning", "sparsity = 0", none, none, [](RunConfig& c) { c.pruning = Pruning::random; }},
+      {"snip_batches", "sparsity = 0", none, none, [](RunConfig& c) { c.snip_batches = 2; }},
+      {"snip_batches", "pruning = random",
+       [](RunConfig& c) {
+         c.sparsity = 0.5;
+         c.pruning = Pruning::random;
+       },
+       none, [](RunConfig& c) { c.snip_batches = 2; }},
+      {"block_size", "granularity = fine", [](RunConfig& c) { c.workers = 2; }, none,
+       [](RunConfig& c) { c.block_size = 7; }},
+      {"block_size", "granularity = coarse",
+       [](RunConfig& c) {
+         c.workers = 2;
+         c.overlap = 0.5;
+         c.granularity = Granularity::coarse;
+       },
+       none, [](RunConfig& c) { c.block_size = 7; }},
+  };
+  for (const Case& k : cases) {
+    RunConfig a = base_config();
+    a.epochs = 2;
+    k.setting(a);
+    RunConfig b = a;
+    k.one(a);
+    k.other(b);
+    const auto named = a.inert_keys();
+    EXPECT_NE(std::find(named.begin(), named.end(), std::make_pair(k.key, k.because)), named.end())
+        << k.key << " where " << k.because;
+    InProcessCommunicator comm(a.workers);
+    expect_same_bits(train_run(a, tiny(), data(), comm), train_run(b, tiny(), data(), comm),
+                     k.key + " where " + k.because);
+  }
+  // The same comparison sees a key that is not inert: momentum under momentum SGD.
+  RunConfig a = base_config(), b = base_config();
+  b.momentum = 0.5;
+  const auto named = a.inert_keys();
+  EXPECT_TRUE(std::none_of(named.begin(), named.end(), [](const auto& kv) { return kv.first == "momentum"; }));
+  InProcessCommunicator comm(1);
+  EXPECT_NE(bits(train_run(a, tiny(), data(), comm).train.loss), bits(train_run(b, tiny(), data(), comm).train.loss));
+}

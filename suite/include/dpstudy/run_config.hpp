@@ -98,6 +98,10 @@ struct RunConfig {
   // start, the basis of run ids, and the stored config. Periods are integers
   // (-1 = never), booleans 0/1, enums and lists their text.
   KeyValues key_values() const;
+  // The keys whose value changes nothing in this run, each with the setting
+  // that makes it so ("optimizer = sgd" for momentum): studies warn when a key
+  // given has no effect, or makes runs that train alike (docs/studies.md).
+  std::vector<std::pair<std::string, std::string>> inert_keys() const;
 };
 
 // Throws ConfigError naming the option, the value and what is allowed.
