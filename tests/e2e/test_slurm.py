@@ -158,6 +158,13 @@ class LauncherInput(Workspace):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("warning", r.stderr)
 
+    def test_the_studys_own_warnings_come_before_submission(self):
+        # The workload's dry run warns of a key that changes nothing; the launcher said nothing of it.
+        r = launcher(self.study, "--workload", EXE, "--", "--data_dir", self.data, "--optimizer", "sgd",
+                     "--momentum", "0.5", cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("dpstudy-slurm: warning: the study: momentum changes nothing in any of the", r.stderr)
+
 
 class OnOneNodeCluster(Workspace):
     def test_study_requeued_at_the_time_limit_finishes_with_the_mpirun_results(self):
