@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     if (std::find(commands.begin(), commands.end(), o.command) == commands.end()) {
       throw UsageError("unknown command '" + o.command + "'; the commands: " + join(commands, ", "));
     }
-    if (o.command == "plot" && o.kind != "summary" && o.kind != "curves" && o.kind != "steps" && o.kind != "best_lr") {
+    if (o.command == "plot" && !reads_option("plot", o.kind, "kind")) {  // every kind reads --kind
       throw ConfigError("kind", o.kind, "is not one of: summary, curves, steps, best_lr");
     }
     // An option the command would ignore is a slip (summary --output f.png wrote no file): refused.
