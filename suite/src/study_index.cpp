@@ -138,22 +138,26 @@ struct StudyIndex::Cache {
   std::map<std::string, Entry> files;  // by path
 };
 
-StudyIndex::StudyIndex(std::string study_dir, std::string study)
-    : study_dir_(std::move(study_dir)), study_(std::move(study)), cache_(std::make_unique<Cache>()) {}
-
-StudyIndex::~StudyIndex() = default;
-
-std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
+std::vector<std::string> run_file_paths(const std::string& study_dir) {
   std::vector<std::string> files;
-  const fs::path runs = fs::path(study_dir_) / "runs";
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(runs, ec)) {
+  for (const auto& entry : fs::directory_iterator(fs::path(study_dir) / "runs", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0 && name.find(".ckpt.") == std::string::npos) {
       files.push_back(entry.path().string());
     }
   }
   std::sort(files.begin(), files.end());  // by run id: the same index whatever the order runs finished in
+  return files;
+}
+
+StudyIndex::StudyIndex(std::string study_dir, std::string study)
+    : study_dir_(std::move(study_dir)), study_(std::move(study)), cache_(std::make_unique<Cache>()) {}
+
+StudyIndex::~StudyIndex() = default;
+
+std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
+  const std::vector<std::string> files = run_file_paths(study_dir_);
 
   std::map<std::string, Cache::Entry> seen;  // this listing's files only: deleted ones drop out
   for (const auto& path : files) {
@@ -249,9 +253,7 @@ void check_results_schema(const std::string& study_dir) {
                        kIndexSchema + "; choose another --output or study name");
     }
   }
-  for (const auto& entry : fs::directory_iterator(fs::path(study_dir) / "runs", ec)) {
-    const std::string p = entry.path().string();
-    if (p.size() < 3 || p.compare(p.size() - 3, 3, ".h5") != 0 || p.find(".ckpt.") != std::string::npos) continue;
+  for (const std::string& p : run_file_paths(study_dir)) {
     std::string why;
     if (inspect_run_file(p, &why) == RunFileState::other_schema) {
       throw UsageError(p + ": " + why + "; choose another --output or study name");

@@ -290,6 +290,42 @@ class Analyze(TempFolderTest):
         self.assertRegex(self.analyze("runs", damaged, status=1),
                          r"index.h5: column '\w+' has \d+ rows, '\w+' \d+: expected one row per run")
 
+    def test_run_files_the_index_does_not_list_are_named(self):
+        # The runs read are the index's rows: a study stopped between writing a run's
+        # file and indexing it (a full disk, a kill) left that run out silently before.
+        study = os.path.join(self.tmp, "unindexed")
+        shutil.copytree(self.periods, study)
+        runs = os.path.join(study, "runs")
+        ids = sorted(f[:-3] for f in os.listdir(runs) if f.endswith(".h5") and ".ckpt." not in f)
+        self.assertEqual(len(ids), 4)
+        self.assertNotIn("warning", self.analyze("summary", study))
+        aside = os.path.join(self.tmp, ids[0] + ".h5")
+        os.rename(os.path.join(runs, ids[0] + ".h5"), aside)
+        subprocess.run([EXE, "--output", self.tmp, "--name", "unindexed", "--rebuild_index"], check=True,
+                       stdout=subprocess.DEVNULL)
+        os.rename(aside, os.path.join(runs, ids[0] + ".h5"))
+        os.remove(os.path.join(runs, ids[1] + ".h5"))
+        with open(os.path.join(runs, ids[2] + ".h5"), "rb") as f, open(os.path.join(runs, "0" * 16 + ".h5"), "wb") as g:
+            g.write(f.read(3000))  # a truncated copy: not a run file
+        out = self.analyze("summary", study, "--format", "csv")
+        self.assertEqual(next(csv.DictReader(io.StringIO(out.split("dpstudy-analyze: warning")[0])))["n"], "3")
+        self.assertIn(f"warning: {study}: 1 complete run file(s) in runs/ not in index.h5 ({ids[0]}.h5), left out "
+                      "here", out)
+        self.assertIn(f"warning: {study}: 1 run file(s) in runs/ not readable as results ({'0' * 16}.h5)", out)
+        self.assertIn(f"warning: {study}/index.h5: 1 indexed run(s) without a file in runs/ ({ids[1]}.h5)", out)
+        report = os.path.join(self.tmp, "unindexed-report")
+        self.analyze("report", study, "--by", "sync_period", "--output", report)
+        with open(os.path.join(report, "report.md")) as f:
+            self.assertIn(f"**Warning**: {study}: 1 complete run file(s) in runs/ not in index.h5", f.read())
+        # The command the warning gives indexes the file and drops the row of the deleted one.
+        command = shlex.split(re.search(r"Index them with `([^`]+)`", out).group(1))
+        self.assertEqual(command[0], "dpstudy-mlp-mnist")
+        subprocess.run([EXE] + command[1:], check=True, stdout=subprocess.DEVNULL)
+        os.remove(os.path.join(runs, "0" * 16 + ".h5"))
+        out = self.analyze("summary", study, "--format", "csv")
+        self.assertNotIn("warning", out)
+        self.assertEqual(next(csv.DictReader(io.StringIO(out)))["n"], "3")
+
     def test_series_metric_curves_power_and_steps(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",
                            "--where", "lr=0.05", "--format", "csv")

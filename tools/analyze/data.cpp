@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "commands.hpp"  // shell_word
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/results.hpp"
@@ -50,6 +51,60 @@ std::vector<std::string> split_list(const std::string& text) {
   }
   return out;
 }
+
+namespace {
+
+std::string listed(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < 3; ++i) out += (i ? ", " : "") + names[i];
+  return names.size() > 3 ? out + ", ..." : out;
+}
+
+// The runs read are the index's rows. A study stopped between writing a run's file and
+// indexing it (a full disk, a kill), or a run file deleted since, makes the two disagree:
+// say so, and how to index the files, rather than leave runs out silently.
+void check_run_files(const std::string& dir, const std::string& index, const h5::Group& root,
+                     const std::map<std::string, std::vector<std::string>>& texts, std::vector<std::string>& warnings) {
+  const std::vector<std::string>& ids = texts.at("run_id");
+  const std::set<std::string> indexed(ids.begin(), ids.end());
+  std::set<std::string> on_disk;
+  std::vector<std::string> complete, corrupt;
+  for (const std::string& path : run_file_paths(dir)) {
+    const std::string id = fs::path(path).stem().string();
+    on_disk.insert(id);
+    if (indexed.count(id)) continue;
+    std::string why;
+    (inspect_run_file(path, &why) == RunFileState::complete ? complete : corrupt).push_back(fs::path(path).filename().string());
+  }
+  if (!complete.empty()) {
+    const auto workload = texts.find("workload");
+    const std::string program =
+        "dpstudy-" + (workload != texts.end() && !workload->second.empty() ? workload->second.front() : std::string("WORKLOAD"));
+    const std::string name = root.has_attr("study") ? root.get_string("study") : fs::path(dir).filename().string();
+    const std::string parent = fs::path(dir).lexically_normal().parent_path().string();
+    warnings.push_back(dir + ": " + std::to_string(complete.size()) + " complete run file(s) in runs/ not in index.h5 (" +
+                       listed(complete) + "), left out here: a study stopped between writing them and indexing "
+                       "them (a full disk, a kill), or one is writing them now. Index them with `" + program + " --output " +
+                       shell_word(parent.empty() ? "." : parent) + " --name " + shell_word(name) +
+                       " --rebuild_index`, or by running the study again (it skips finished runs)");
+  }
+  if (!corrupt.empty()) {
+    warnings.push_back(dir + ": " + std::to_string(corrupt.size()) + " run file(s) in runs/ not readable as results (" +
+                       listed(corrupt) + "), left out as the index leaves them out (its study trains such a run "
+                       "again)");
+  }
+  std::vector<std::string> missing;
+  for (const std::string& id : ids) {
+    if (!on_disk.count(id)) missing.push_back(id + ".h5");
+  }
+  if (!missing.empty()) {
+    warnings.push_back(index + ": " + std::to_string(missing.size()) + " indexed run(s) without a file in runs/ (" +
+                       listed(missing) + "): removed since the study indexed them; their rows are read, their "
+                       "series cannot be. Running the study again (or --rebuild_index) drops the rows");
+  }
+}
+
+}  // namespace
 
 Runs load_studies(const std::vector<std::string>& dirs) {
   if (dirs.empty()) throw UsageError("give at least one study folder (e.g. results/quickstart)");
@@ -118,6 +173,7 @@ Runs load_studies(const std::vector<std::string>& dirs) {
         // unreadable: try the next one
       }
     }
+    check_run_files(dir, index, root, texts, r.warnings);
     for (std::size_t i = 0; i < n; ++i) {
       Run run;
       for (const auto& [k, v] : nums) run.numbers[k] = v[i];

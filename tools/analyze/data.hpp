@@ -24,6 +24,9 @@ struct Runs {
   std::vector<std::string> columns;        // every index column seen
   std::map<std::string, std::string> units;  // column -> units attribute
   std::set<std::string> config_keys;       // the run keys among them (a run file's /config)
+  // What the index and runs/ disagree on (run files it does not list, rows without a file):
+  // shown before the output, since the runs read are the index's.
+  std::vector<std::string> warnings;
 };
 
 // Loads every study folder; UsageError for a folder that is not a study.

@@ -70,6 +70,7 @@ void report(const Runs& r, const Options& o) {
                join(std::vector<std::string>(studies.begin(), studies.end()), ", ").c_str(), r.runs.size(),
                counts.c_str(), dirs.c_str(), filters.empty() ? "" : (", runs kept by" + filters).c_str(),
                o.metric.c_str());
+  for (const std::string& w : r.warnings) std::fprintf(out, "**Warning**: %s.\n\n", w.c_str());
 
   // A part whose command alone refuses these runs (a key of one value compares nothing) says so.
   const auto refusal = [&](const std::vector<std::string>& keys, const char* option) -> std::string {

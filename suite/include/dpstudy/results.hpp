@@ -57,6 +57,10 @@ enum class RunFileState { missing, complete, corrupt, other_schema };
 // with `any_name` (a run file copied elsewhere to be reproduced).
 RunFileState inspect_run_file(const std::string& path, std::string* detail, bool any_name = false);
 
+// The run files under <study_dir>/runs (names ending in .h5, checkpoints and
+// temporary files left out), sorted: what the index is made from.
+std::vector<std::string> run_file_paths(const std::string& study_dir);
+
 // The study index, <study_dir>/index.h5: one row per complete run file under
 // <study_dir>/runs. A study rewrites it after every run; the rows read from run
 // files are kept here, and a file whose size, modification time and inode are
