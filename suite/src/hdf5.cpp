@@ -306,7 +306,12 @@ std::vector<std::string> Group::read_strings(const std::string& name) const {
   if (n > 0) check(H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()), path_, "cannot read " + name);
   std::vector<std::string> out;
   for (char* p : ptrs) out.emplace_back(p ? p : "");
+  // H5Dvlen_reclaim is deprecated since 1.12 (absent from builds without deprecated symbols).
+#if H5_VERSION_GE(1, 12, 0)
+  if (n > 0) H5Treclaim(mem, space, H5P_DEFAULT, ptrs.data());
+#else
   if (n > 0) H5Dvlen_reclaim(mem, space, H5P_DEFAULT, ptrs.data());
+#endif
   return out;
 }
 
