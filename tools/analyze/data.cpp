@@ -8,10 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "commands.hpp"  // shell_word
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
-#include "dpstudy/results.hpp"
 #include "dpstudy/study.hpp"
 
 namespace fs = std::filesystem;
@@ -50,141 +48,6 @@ std::vector<std::string> split_list(const std::string& text) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
-}
-
-namespace {
-
-std::string listed(const std::vector<std::string>& names) {
-  std::string out;
-  for (std::size_t i = 0; i < names.size() && i < 3; ++i) out += (i ? ", " : "") + names[i];
-  return names.size() > 3 ? out + ", ..." : out;
-}
-
-// The runs read are the index's rows. A study stopped between writing a run's file and
-// indexing it (a full disk, a kill), or a run file deleted since, makes the two disagree:
-// say so, and how to index the files, rather than leave runs out silently.
-void check_run_files(const std::string& dir, const std::string& index, const h5::Group& root,
-                     const std::map<std::string, std::vector<std::string>>& texts, std::vector<std::string>& warnings) {
-  const std::vector<std::string>& ids = texts.at("run_id");
-  const std::set<std::string> indexed(ids.begin(), ids.end());
-  std::set<std::string> on_disk;
-  std::vector<std::string> complete, corrupt;
-  for (const std::string& path : run_file_paths(dir)) {
-    const std::string id = fs::path(path).stem().string();
-    on_disk.insert(id);
-    if (indexed.count(id)) continue;
-    std::string why;
-    (inspect_run_file(path, &why) == RunFileState::complete ? complete : corrupt).push_back(fs::path(path).filename().string());
-  }
-  if (!complete.empty()) {
-    const auto workload = texts.find("workload");
-    const std::string program =
-        "dpstudy-" + (workload != texts.end() && !workload->second.empty() ? workload->second.front() : std::string("WORKLOAD"));
-    const std::string name = root.has_attr("study") ? root.get_string("study") : fs::path(dir).filename().string();
-    const std::string parent = fs::path(dir).lexically_normal().parent_path().string();
-    warnings.push_back(dir + ": " + std::to_string(complete.size()) + " complete run file(s) in runs/ not in index.h5 (" +
-                       listed(complete) + "), left out here: a study stopped between writing them and indexing "
-                       "them (a full disk, a kill), or one is writing them now. Index them with `" + program + " --output " +
-                       shell_word(parent.empty() ? "." : parent) + " --name " + shell_word(name) +
-                       " --rebuild_index`, or by running the study again (it skips finished runs)");
-  }
-  if (!corrupt.empty()) {
-    warnings.push_back(dir + ": " + std::to_string(corrupt.size()) + " run file(s) in runs/ not readable as results (" +
-                       listed(corrupt) + "), left out as the index leaves them out (its study trains such a run "
-                       "again)");
-  }
-  std::vector<std::string> missing;
-  for (const std::string& id : ids) {
-    if (!on_disk.count(id)) missing.push_back(id + ".h5");
-  }
-  if (!missing.empty()) {
-    warnings.push_back(index + ": " + std::to_string(missing.size()) + " indexed run(s) without a file in runs/ (" +
-                       listed(missing) + "): removed since the study indexed them; their rows are read, their "
-                       "series cannot be. Running the study again (or --rebuild_index) drops the rows");
-  }
-}
-
-}  // namespace
-
-Runs load_studies(const std::vector<std::string>& dirs) {
-  if (dirs.empty()) throw UsageError("give at least one study folder (e.g. results/quickstart)");
-  Runs r;
-  for (const auto& dir : dirs) {
-    const std::string index = (fs::path(dir) / "index.h5").string();
-    std::error_code ec;
-    if (!fs::exists(index, ec)) {
-      throw UsageError(dir + ": not a study folder (no index.h5); a study's results are in <output>/<study>/, "
-                             "e.g. results/quickstart");
-    }
-    const h5::File f = h5::File::open_read(index);
-    const h5::Group root = f.root();
-    if (!root.has_attr("schema") || root.get_string("schema") != kIndexSchema) {
-      throw UsageError(index + ": not a " + std::string(kIndexSchema) + " index");
-    }
-    const h5::Group idx = root.open_group("index");
-    const auto names = idx.members();
-    std::size_t n = 0;
-    std::string first;  // the column n comes from
-    std::map<std::string, std::vector<double>> nums;
-    std::map<std::string, std::vector<std::string>> texts;
-    for (const auto& name : names) {
-      std::size_t rows = 0;
-      if (idx.dataset_kind(name) == 's') {
-        texts[name] = idx.read_strings(name);
-        rows = texts[name].size();
-      } else {
-        nums[name] = idx.read_doubles(name);
-        rows = nums[name].size();
-      }
-      // One row per run in every column; a damaged or edited index is not read past.
-      if (first.empty()) {
-        first = name;
-        n = rows;
-      } else if (rows != n) {
-        throw Error(index + ": column '" + name + "' has " + std::to_string(rows) + " rows, '" + first + "' " +
-                    std::to_string(n) + ": expected one row per run (a damaged or edited index; running the "
-                    "study again rebuilds it from the run files, skipping the finished runs)");
-      }
-      if (std::find(r.columns.begin(), r.columns.end(), name) == r.columns.end()) r.columns.push_back(name);
-      if (!r.units.count(name)) {
-        if (std::string u = idx.dataset_units(name); !u.empty()) r.units[name] = u;
-      }
-    }
-    if (!texts.count("run_id")) {
-      throw Error(index + ": no run_id column (a damaged or edited index; running the study again rebuilds it)");
-    }
-    // Which study and folder a run comes from: the keys to compare studies by
-    // (two folders may hold studies of one name: results made on two machines).
-    const std::string study = root.has_attr("study") ? root.get_string("study") : fs::path(dir).filename().string();
-    for (const char* k : {"study", "study_dir"}) {
-      if (std::find(r.columns.begin(), r.columns.end(), k) == r.columns.end()) r.columns.push_back(k);
-    }
-    // Which columns are run keys, from one run file's /config (the index does not say);
-    // the workload too: one study folder may hold runs of several (its workload key lists them).
-    if (texts.count("workload")) r.config_keys.insert("workload");
-    for (const std::string& id : texts["run_id"]) {
-      try {
-        const h5::File rf = h5::File::open_read((fs::path(dir) / "runs" / (id + ".h5")).string());
-        for (const std::string& k : rf.root().open_group("config").attr_names()) {
-          if (k != "study_text") r.config_keys.insert(k);
-        }
-        break;
-      } catch (const Error&) {
-        // unreadable: try the next one
-      }
-    }
-    check_run_files(dir, index, root, texts, r.warnings);
-    for (std::size_t i = 0; i < n; ++i) {
-      Run run;
-      for (const auto& [k, v] : nums) run.numbers[k] = v[i];
-      for (const auto& [k, v] : texts) run.texts[k] = v[i];
-      run.texts.emplace("study", study);
-      run.texts.emplace("study_dir", dir);
-      run.file = (fs::path(dir) / "runs" / (run.texts["run_id"] + ".h5")).string();
-      r.runs.push_back(std::move(run));
-    }
-  }
-  return r;
 }
 
 void require_columns(const Runs& r, const std::vector<std::string>& keys, const char* what) {
