@@ -41,7 +41,9 @@ void check_run_files(const std::string& dir, const std::string& index, const h5:
     const std::string program =
         "dpstudy-" + (workload != texts.end() && !workload->second.empty() ? workload->second.front() : std::string("WORKLOAD"));
     const std::string name = root.has_attr("study") ? root.get_string("study") : fs::path(dir).filename().string();
-    const std::string parent = fs::path(dir).lexically_normal().parent_path().string();
+    std::string folder = dir;  // "results/quickstart/" names the study too
+    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+    const std::string parent = fs::path(folder).parent_path().string();
     warnings.push_back(dir + ": " + std::to_string(complete.size()) + " complete run file(s) in runs/ not in index.h5 (" +
                        listed(complete) + "), left out here: a study stopped between writing them and indexing "
                        "them (a full disk, a kill), or one is writing them now. Index them with `" + program + " --output " +
