@@ -12,6 +12,9 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "dpstudy/error.hpp"
 
@@ -201,6 +204,37 @@ void write_be32(std::uint8_t* p, std::uint32_t v) {
   p[1] = std::uint8_t(v >> 16);
   p[2] = std::uint8_t(v >> 8);
   p[3] = std::uint8_t(v);
+}
+
+std::string checksum_differences(const std::string& then, const std::string& now) {
+  // file -> "bytes=N sha256=HEX"
+  const auto parse = [](const std::string& text) {
+    std::map<std::string, std::string> files;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      const auto space = line.find(' ');
+      if (space != std::string::npos) files[line.substr(0, space)] = line.substr(space + 1);
+    }
+    return files;
+  };
+  const auto a = parse(then), b = parse(now);
+  const auto shown = [](const std::map<std::string, std::string>& files, const std::string& name) {
+    const auto it = files.find(name);
+    if (it == files.end()) return std::string("none");
+    const auto sha = it->second.find("sha256=");
+    return sha == std::string::npos ? it->second : it->second.substr(sha, 7 + 12) + "...";
+  };
+  std::set<std::string> names;
+  for (const auto* files : {&a, &b}) {
+    for (const auto& [name, line] : *files) names.insert(name);
+  }
+  std::string out;
+  for (const std::string& name : names) {
+    const auto x = a.find(name), y = b.find(name);
+    if (x != a.end() && y != b.end() && x->second == y->second) continue;
+    out += (out.empty() ? "" : ", ") + name + " (" + shown(a, name) + " then, " + shown(b, name) + " now)";
+  }
+  return out;
 }
 
 }  // namespace dpstudy

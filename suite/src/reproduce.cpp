@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "dpstudy/error.hpp"
+#include "dpstudy/file_io.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/results.hpp"
 #include "job.hpp"
@@ -94,6 +95,12 @@ int report_reproduction(const std::string& reference, const StoredRun& stored, c
     const std::string a = provenance_item(reference, k), b = provenance_item(mine, k);
     std::printf("  %-16s  %s\n", k, (a == b ? "same: " + a : a + " -> " + b).c_str());
   }
+  const std::string data_then = provenance_item(reference, "dataset_checksums");
+  const std::string data_differ = checksum_differences(data_then, provenance_item(mine, "dataset_checksums"));
+  std::printf("  %-16s  %s\n", "data",
+              data_then == "-" ? "not recorded in the reference"
+              : data_differ.empty() ? "same files (sha256)"
+                                    : ("other files: " + data_differ).c_str());
   RunComparison c = compare_run_files(reference, mine);
   if (!c.not_in_reference.empty()) {
     std::string items;

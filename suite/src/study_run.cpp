@@ -53,10 +53,6 @@ KeyValues provenance(const Job& job, const TrainingData& data, int processes, co
   const BuildInfo b = build_info();
   std::string command;
   for (int i = 0; i < job.argc; ++i) command += (i ? " " : "") + std::string(job.argv[i]);
-  std::string checksums;
-  for (const auto& f : data.files) {
-    checksums += data.spec->name + "/" + f.name + " bytes=" + std::to_string(f.bytes) + " sha256=" + f.sha256 + "\n";
-  }
   const BlasInfo blas = blas_info();
   return {{"dpstudy_version", b.version},
           {"git_commit", b.git_commit},
@@ -76,7 +72,7 @@ KeyValues provenance(const Job& job, const TrainingData& data, int processes, co
           {"mpi_cuda_aware", std::int64_t(mpi::cuda_aware())},
 #endif
           {"command_line", command},
-          {"dataset_checksums", checksums}};
+          {"dataset_checksums", data.checksums()}};
 }
 
 }  // namespace

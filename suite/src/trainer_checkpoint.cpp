@@ -15,6 +15,14 @@
 
 namespace dpstudy {
 
+std::string TrainingData::checksums() const {
+  std::string text;
+  for (const auto& f : files) {
+    text += (spec ? spec->name : std::string("?")) + "/" + f.name + " bytes=" + std::to_string(f.bytes) + " sha256=" + f.sha256 + "\n";
+  }
+  return text;
+}
+
 namespace {
 
 // A config text without the keys added later that hold their old default: a
@@ -69,6 +77,7 @@ void Trainer::save_checkpoint(const std::string& path) {
       [&](h5::Group& root) {
         root.set("schema", kCheckpointSchema);
         root.set("config", config_text());
+        root.set("dataset_checksums", data_.checksums());
         root.set("step", step_);
         root.set("identical", std::int64_t(identical_));
         root.set("comm_bytes", comm_bytes_);
@@ -118,6 +127,12 @@ void Trainer::restore_checkpoint_unchecked(const std::string& path) {
   }
   if (comparable(root.get_string("config")) != comparable(config_text())) {
     throw DataError(path, "is a checkpoint of another configuration");
+  }
+  // Older checkpoints did not record the data. One made on other files would
+  // finish the run on data it did not start on.
+  if (root.has_attr("dataset_checksums")) {
+    const std::string differ = checksum_differences(root.get_string("dataset_checksums"), data_.checksums());
+    if (!differ.empty()) throw DataError(path, "was made on other data files: " + differ);
   }
   const h5::Group workers = root.open_group("workers");
   for (std::size_t w = 0; w < replicas_.size(); ++w) {

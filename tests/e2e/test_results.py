@@ -27,8 +27,8 @@ class Results(TempFolderTest):
         super().setUpClass()
         cls.data = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 200, 50)
 
-    def run_study(self, *args, output=None, study_text=None, env=None):
-        cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1",
+    def run_study(self, *args, output=None, study_text=None, env=None, data_dir=None):
+        cmd = [EXE, "--data_dir", data_dir or self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1",
                "--output", output or os.path.join(self.tmp, "out"), "--threads", "1"]
         if study_text is not None:
             path = os.path.join(self.tmp, "study.ini")
@@ -190,6 +190,35 @@ class Results(TempFolderTest):
         with h5py.File(os.path.join(out, "mlp-mnist", "index.h5"), "r") as f:
             self.assertEqual(sorted(x.decode() for x in f["index"]["run_id"][()]),
                              sorted(name[:-3] for name in os.listdir(runs) if name != "0000000000000000.h5"))
+
+    def test_a_study_resumed_on_other_data_files_is_refused(self):
+        # Runs trained on other files (a regenerated or replaced dataset, another
+        # machine's copy) were pooled with the study's finished runs silently.
+        out = os.path.join(self.tmp, "other-data")
+        self.assertEqual(self.run_study("--workers", "1,2", output=out).returncode, 0)
+        other = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "other-fixtures"), 240, 50)
+        runs = os.path.join(out, "mlp-mnist", "runs")
+        before = sorted(os.listdir(runs))
+        r = self.run_study("--workers", "1,2,4", output=out, data_dir=other)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"2 complete run\(s\) of this study were trained on other data files than those "
+                                   r"found now, e\.g\. \S+\.h5: mnist/t10k-images-idx3-ubyte \(sha256=[0-9a-f]{12}\.\.\. "
+                                   r"then, sha256=[0-9a-f]{12}\.\.\. now\), .*give the study another --name")
+        self.assertEqual(sorted(os.listdir(runs)), before)  # nothing trained
+        # The same files again: the study goes on; --force trains every run again on the new ones.
+        r = self.run_study("--workers", "1,2,4", output=out)
+        self.assertEqual((r.returncode, r.stdout.count(": starting")), (0, 1), r.stdout + r.stderr)
+        r = self.run_study("--workers", "1,2,4", "--force", output=out, data_dir=other)
+        self.assertEqual((r.returncode, r.stdout.count(": starting")), (0, 3), r.stdout + r.stderr)
+        # A checkpoint made on other files is not resumed: the run starts over on those found now.
+        stopped = os.path.join(self.tmp, "other-data-stopped")
+        env = dict(os.environ, DPSTUDY_TEST_KILL_AT="step:5", DPSTUDY_TEST_KILL_SIGNAL="TERM")
+        r = self.run_study("--checkpoint_steps", "1", output=stopped, env=env)
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
+        r = self.run_study(output=stopped, data_dir=other)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"checkpoint unusable \(\S+\.ckpt\.h5: was made on other data files: "
+                                   r"mnist/t10k-images-idx3-ubyte \(sha256=.*\); starting over")
 
     def test_results_of_another_schema_are_refused(self):
         out = os.path.join(self.tmp, "schema")

@@ -35,3 +35,19 @@ TEST(RemoveTree, RemovesNestedFoldersButNotWhatLinksPointTo) {
   remove_tree(root);          // a missing folder is no error
   EXPECT_FALSE(exists(root));
 }
+
+TEST(ChecksumDifferences, NamesEachFileWhoseBytesOrDigestDiffer) {
+  const std::string a = "mnist/train bytes=10 sha256=aaaaaaaaaaaaaaaa\nmnist/test bytes=5 sha256=bbbbbbbbbbbbbbbb\n";
+  EXPECT_EQ(checksum_differences(a, a), "");
+  EXPECT_EQ(checksum_differences(a, "mnist/test bytes=5 sha256=bbbbbbbbbbbbbbbb\nmnist/train bytes=10 "
+                                    "sha256=aaaaaaaaaaaaaaaa\n"),
+            "");  // the order of the lines does not matter
+  EXPECT_EQ(checksum_differences(a, "mnist/train bytes=10 sha256=cccccccccccccccc\nmnist/test bytes=5 "
+                                    "sha256=bbbbbbbbbbbbbbbb\n"),
+            "mnist/train (sha256=aaaaaaaaaaaa... then, sha256=cccccccccccc... now)");
+  // A file on one side only is named with "none".
+  EXPECT_EQ(checksum_differences(a, "mnist/train bytes=10 sha256=aaaaaaaaaaaaaaaa\n"),
+            "mnist/test (sha256=bbbbbbbbbbbb... then, none now)");
+  EXPECT_EQ(checksum_differences("", a),
+            "mnist/test (none then, sha256=bbbbbbbbbbbb... now), mnist/train (none then, sha256=aaaaaaaaaaaa... now)");
+}
