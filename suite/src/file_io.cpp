@@ -206,7 +206,8 @@ void write_be32(std::uint8_t* p, std::uint32_t v) {
   p[3] = std::uint8_t(v);
 }
 
-std::string checksum_differences(const std::string& then, const std::string& now) {
+std::string checksum_differences(const std::string& a_text, const std::string& b_text, const std::string& then,
+                                 const std::string& now) {
   // file -> "bytes=N sha256=HEX"
   const auto parse = [](const std::string& text) {
     std::map<std::string, std::string> files;
@@ -217,7 +218,7 @@ std::string checksum_differences(const std::string& then, const std::string& now
     }
     return files;
   };
-  const auto a = parse(then), b = parse(now);
+  const auto a = parse(a_text), b = parse(b_text);
   const auto shown = [](const std::map<std::string, std::string>& files, const std::string& name) {
     const auto it = files.find(name);
     if (it == files.end()) return std::string("none");
@@ -232,7 +233,8 @@ std::string checksum_differences(const std::string& then, const std::string& now
   for (const std::string& name : names) {
     const auto x = a.find(name), y = b.find(name);
     if (x != a.end() && y != b.end() && x->second == y->second) continue;
-    out += (out.empty() ? "" : ", ") + name + " (" + shown(a, name) + " then, " + shown(b, name) + " now)";
+    out += (out.empty() ? "" : ", ") + name + " (" + shown(a, name) + " " + then + ", " + shown(b, name) + " " + now +
+           ")";
   }
   return out;
 }

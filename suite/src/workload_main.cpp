@@ -9,6 +9,7 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <boost/program_options/errors.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -230,6 +231,28 @@ void load_data(Job& job) {
   }
 }
 
+// Each process reads the files it finds. Copies local to each node can differ
+// (one node's scratch holding an older or partial copy): a run spread over the
+// processes would mix data, or hang on a different number of steps. So every
+// process compares its files with rank 0's and a differing one ends the job.
+void check_same_data(const Job& job) {
+  if (job.session.size() < 2 || job.request.options.dry_run) return;
+  std::string mine, where;
+  for (const auto& [name, d] : job.data) {
+    mine += d.checksums();
+    if (d.files.empty()) continue;
+    const std::string& path = d.files.front().path;  // the folder, without std::filesystem (filesystem_imports.sh)
+    where += (where.empty() ? "" : ", ") + path.substr(0, std::min(path.size(), path.rfind('/')));
+  }
+  std::vector<std::int64_t> bytes(mine.begin(), mine.end());
+  job.session.broadcast(bytes);
+  const std::string differ = checksum_differences(std::string(bytes.begin(), bytes.end()), mine, "on rank 0", "here");
+  if (!differ.empty()) {
+    throw DataError(where, "these data files differ from rank 0's: " + differ + ". Every process must read the "
+                           "same files: copy them whole to every node, or give --data_dir a folder all nodes share");
+  }
+}
+
 // One run, on the console only; under mpirun, on all processes.
 int run_single(Job& job) {
   const JobOptions& g = job.request.options;
@@ -286,6 +309,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     Job job{session, *request, plan, data, {}, device, Execution{parse_parallelism(g.parallel), g.threads},
             prog, workload.name, argc, argv, current_run};
     load_data(job);
+    check_same_data(job);
     if (g.mode == "throughput") return run_throughput_mode(job);
     if (!request->study_mode) return run_single(job);
     return run_study(job);

@@ -387,6 +387,27 @@ class Layouts(TempFolderTest):
                 with h5py.File(os.path.join(out, "s", "runs", name), "r") as f:
                     self.assertEqual(f["summary"].attrs["status"], "completed")
 
+    def test_processes_reading_other_data_files_end_the_job(self):
+        # Copies local to each node can differ; a run over the processes would mix data or hang.
+        other = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "other-data"), 400, 100)
+        out = os.path.join(self.tmp, "other-data-out")
+        rank = '"${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"'
+        cmd = [MPIEXEC, "-n", "2", "sh", "-c", f'if [ {rank} = 1 ]; then DPSTUDY_DATA_DIR="$1"; else '
+               'DPSTUDY_DATA_DIR="$2"; fi; export DPSTUDY_DATA_DIR; shift 2; exec "$@"', "sh", other, self.data,
+               EXE, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1", "--output", out, "--threads", "1",
+               "--workers", "2", "--quiet"]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stderr, r"error: rank 1 on \S+: \S+: these data files differ from rank 0's: "
+                                   r"mnist/t10k-images-idx3-ubyte \(sha256=[0-9a-f]{12}\.\.\. on rank 0, "
+                                   r"sha256=[0-9a-f]{12}\.\.\. here\), .*give --data_dir a folder all nodes share")
+        self.assertFalse(os.path.exists(os.path.join(out, "mlp-mnist", "runs")) and
+                         any(f.endswith(".h5") for f in os.listdir(os.path.join(out, "mlp-mnist", "runs"))))
+        # The same files on both: the run trains.
+        cmd[cmd.index(other)] = self.data
+        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_a_failing_rank_aborts_the_job_and_finished_runs_are_kept(self):
         out = os.path.join(self.tmp, "fail")
         env = dict(ENV, DPSTUDY_TEST_FAIL_AT="step:60", DPSTUDY_TEST_FAIL_RANK="1")

@@ -22,7 +22,9 @@ struct FileRecord {
 // The files whose lines differ between two texts of "dataset/file bytes=N sha256=HEX"
 // lines (TrainingData::checksums(), a run file's provenance), e.g.
 // "mnist/train-images-idx3-ubyte (sha256=462cff469402... then, sha256=1351752f3805... now)"; empty if none.
-std::string checksum_differences(const std::string& then, const std::string& now);
+// `then` and `now` name the two sides in the text.
+std::string checksum_differences(const std::string& a, const std::string& b, const std::string& then = "then",
+                                 const std::string& now = "now");
 
 // Reads a file that may or may not be gzip-compressed, hashing the decompressed
 // bytes as they pass so that verifying a dataset costs no second read.
