@@ -10,6 +10,7 @@
 
 #include "dpstudy/error.hpp"
 #include "dpstudy/results.hpp"
+#include "dpstudy/sha256.hpp"
 
 namespace fs = std::filesystem;
 
@@ -181,6 +182,13 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
         read_cells(config, attr_names_except(config, "study_text"), &e.cells);
         const h5::Group summary = root.open_group("summary");
         read_cells(summary, attr_names_except(summary, "status"), &e.cells);
+        // Which data files the run was trained on, in one short column: runs of one
+        // dataset with different digests were trained on different copies of it.
+        const h5::Group provenance = root.open_group("provenance");
+        if (provenance.has_attr("dataset_checksums")) {
+          const std::string files = provenance.get_string("dataset_checksums");
+          e.cells.push_back(Cell{"data_digest", 's', 0, 0, Sha256::of(files.data(), files.size()).substr(0, 16)});
+        }
         e.id = root.get_string("run_id");
       } catch (const Error& err) {
         e.complete = false;

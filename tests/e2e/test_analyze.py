@@ -326,6 +326,34 @@ class Analyze(TempFolderTest):
         self.assertNotIn("warning", out)
         self.assertEqual(next(csv.DictReader(io.StringIO(out)))["n"], "3")
 
+    def test_runs_trained_on_other_copies_of_the_data_are_named(self):
+        # The study "periods" again on other files of one dataset (another machine's copy, say):
+        # read together, every group pooled runs of different data silently.
+        other_data = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "other-data"), 240, 50)
+        subprocess.run([EXE, "--data_dir", other_data, "--dataset", "mnist", "--epochs", "1", "--output",
+                        os.path.join(self.tmp, "other-machine"), "--quiet", "--workers", "2", "--eval_every", "2",
+                        "--name", "periods", "--batch_size", "10", "--sync_period", "1,never", "--seeds", "2"],
+                       check=True, stdout=subprocess.DEVNULL)
+        elsewhere = os.path.join(self.tmp, "other-machine", "periods")
+        self.assertNotIn("warning", self.analyze("summary", self.periods, "--by", "sync_period"))
+        with h5py.File(os.path.join(self.periods, "index.h5"), "r") as f:
+            here = f["index/data_digest"][0].decode()
+        with h5py.File(os.path.join(elsewhere, "index.h5"), "r") as f:
+            there = f["index/data_digest"][0].decode()
+        self.assertRegex(here, r"^[0-9a-f]{16}$")
+        self.assertNotEqual(here, there)
+        out = self.analyze("summary", self.periods, elsewhere, "--by", "sync_period")
+        first, second = sorted([here, there])
+        self.assertIn(f"warning: the runs of dataset mnist were trained on 2 different sets of its files (data_digest "
+                      f"{first}: 4 run(s), {second}: 4 run(s)); a group that mixes them pools runs of different data",
+                      out)
+        # Kept apart, or one kept: no warning.
+        out = self.analyze("compare", self.periods, elsewhere, "--factor", "data_digest", "--within", "sync_period",
+                           "--format", "csv")
+        self.assertIn("data_digest", out)
+        self.assertNotIn("warning", out)
+        self.assertNotIn("warning", self.analyze("summary", self.periods, elsewhere, "--where", f"data_digest={here}"))
+
     def test_series_metric_curves_power_and_steps(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",
                            "--where", "lr=0.05", "--format", "csv")

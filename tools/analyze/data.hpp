@@ -31,6 +31,10 @@ struct Runs {
 
 // Loads every study folder; UsageError for a folder that is not a study.
 Runs load_studies(const std::vector<std::string>& dirs);
+// Adds a warning for each dataset whose runs (those kept) were trained on different copies
+// of its files (the index's data_digest): they differ in their data as well as in their keys.
+// None when the output is grouped by data_digest (one of `grouped_by`).
+void warn_of_data_digests(Runs& r, const std::vector<std::string>& grouped_by);
 
 // Keeps the runs matching every "key=value" (numbers compare as numbers).
 void apply_where(Runs& r, const std::vector<std::string>& where);

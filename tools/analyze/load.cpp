@@ -1,6 +1,8 @@
 // Reading study folders: the index's rows as runs, which columns are run keys,
 // and where the index and the run files beside it disagree.
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "commands.hpp"  // shell_word
@@ -147,6 +149,26 @@ Runs load_studies(const std::vector<std::string>& dirs) {
     }
   }
   return r;
+}
+
+void warn_of_data_digests(Runs& r, const std::vector<std::string>& grouped_by) {
+  if (std::find(grouped_by.begin(), grouped_by.end(), "data_digest") != grouped_by.end()) return;
+  std::map<std::string, std::map<std::string, int>> digests;  // dataset -> digest -> runs
+  for (const Run& run : r.runs) {
+    const std::string digest = run.text("data_digest").value_or("");
+    if (!digest.empty()) ++digests[run.text("dataset").value_or("?")][digest];
+  }
+  for (const auto& [dataset, counts] : digests) {
+    if (counts.size() < 2) continue;
+    std::string list;
+    for (const auto& [digest, n] : counts) {
+      list += (list.empty() ? "" : ", ") + digest + ": " + std::to_string(n) + " run(s)";
+    }
+    r.warnings.push_back("the runs of dataset " + dataset + " were trained on " + std::to_string(counts.size()) +
+                         " different sets of its files (data_digest " + list + "); a group that mixes them pools "
+                         "runs of different data. Compare by it (--factor data_digest, --by data_digest) or keep one "
+                         "(--where data_digest=" + counts.begin()->first + ")");
+  }
 }
 
 }  // namespace dpstudy::analyze
