@@ -87,7 +87,8 @@ void StudyJob::look() {
         const auto data = job_.data.find(plan_[i].config.dataset);  // none in a dry run
         const h5::Group prov = f.root().open_group("provenance");
         if (data != job_.data.end() && prov.has_attr("dataset_checksums")) {
-          const std::string differ = checksum_differences(prov.get_string("dataset_checksums"), data->second.checksums());
+          const std::string then = prov.get_string("dataset_checksums");
+          const std::string differ = checksum_differences(then, data->second.checksums());
           if (!differ.empty()) other_data.push_back(file + ": " + differ);
         }
       }

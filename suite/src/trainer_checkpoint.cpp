@@ -16,9 +16,10 @@
 namespace dpstudy {
 
 std::string TrainingData::checksums() const {
+  const std::string dataset = spec ? spec->name : "?";
   std::string text;
   for (const auto& f : files) {
-    text += (spec ? spec->name : std::string("?")) + "/" + f.name + " bytes=" + std::to_string(f.bytes) + " sha256=" + f.sha256 + "\n";
+    text += dataset + "/" + f.name + " bytes=" + std::to_string(f.bytes) + " sha256=" + f.sha256 + "\n";
   }
   return text;
 }

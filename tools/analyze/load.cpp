@@ -36,21 +36,22 @@ void check_run_files(const std::string& dir, const std::string& index, const h5:
     on_disk.insert(id);
     if (indexed.count(id)) continue;
     std::string why;
-    (inspect_run_file(path, &why) == RunFileState::complete ? complete : corrupt).push_back(fs::path(path).filename().string());
+    const std::string name = fs::path(path).filename().string();
+    (inspect_run_file(path, &why) == RunFileState::complete ? complete : corrupt).push_back(name);
   }
   if (!complete.empty()) {
     const auto workload = texts.find("workload");
-    const std::string program =
-        "dpstudy-" + (workload != texts.end() && !workload->second.empty() ? workload->second.front() : std::string("WORKLOAD"));
-    const std::string name = root.has_attr("study") ? root.get_string("study") : fs::path(dir).filename().string();
+    const bool known = workload != texts.end() && !workload->second.empty();
+    const std::string program = "dpstudy-" + (known ? workload->second.front() : std::string("WORKLOAD"));
     std::string folder = dir;  // "results/quickstart/" names the study too
     while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
     const std::string parent = fs::path(folder).parent_path().string();
-    warnings.push_back(dir + ": " + std::to_string(complete.size()) + " complete run file(s) in runs/ not in index.h5 (" +
-                       listed(complete) + "), left out here: a study stopped between writing them and indexing "
-                       "them (a full disk, a kill), or one is writing them now. Index them with `" + program + " --output " +
-                       shell_word(parent.empty() ? "." : parent) + " --name " + shell_word(name) +
-                       " --rebuild_index`, or by running the study again (it skips finished runs)");
+    const std::string name = root.has_attr("study") ? root.get_string("study") : fs::path(folder).filename().string();
+    warnings.push_back(dir + ": " + std::to_string(complete.size()) + " complete run file(s) in runs/ not in " +
+                       "index.h5 (" + listed(complete) + "), left out here: a study stopped between writing them " +
+                       "and indexing them (a full disk, a kill), or one is writing them now. Index them with `" +
+                       program + " --output " + shell_word(parent.empty() ? "." : parent) + " --name " +
+                       shell_word(name) + " --rebuild_index`, or by running the study again (it skips finished runs)");
   }
   if (!corrupt.empty()) {
     warnings.push_back(dir + ": " + std::to_string(corrupt.size()) + " run file(s) in runs/ not readable as results (" +
