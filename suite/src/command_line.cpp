@@ -33,6 +33,9 @@ void describe(Descriptions& d, JobOptions& g) {
   d.general.add_options()("help,h", "show this help")(
       "version", "print the version and the features of this build (MPI, CUDA), then exit")(
       "data_dir", po::value(&g.data_dir), "look here first for datasets (see docs/datasets.md)")(
+      "verify_data", po::bool_switch(&g.verify_data),
+      "train only on the official dataset files: each file's size and SHA-256 checked against the built-in "
+      "manifest (datasets/manifest.tsv; the size alone where it records no SHA-256 yet) when it is loaded")(
       "threads", po::value(&g.threads)->default_value(0),
       "threads per process (0: the cores it may run on; under mpirun the node's cores shared among its "
       "processes, at most the cores a process is bound to). The bits depend on it only where a process has "

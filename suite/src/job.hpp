@@ -36,7 +36,7 @@ struct JobOptions {
   std::string parallel = "auto";  // Parallelism, checked when the options are read
   double expect_accuracy = -1;
   bool expect_given = false;  // --expect_accuracy given: a check to make
-  bool quiet = false, verbose = false, force = false, dry_run = false, rebuild_index = false;
+  bool quiet = false, verbose = false, force = false, dry_run = false, rebuild_index = false, verify_data = false;
   bool threads_given = false, parallel_given = false;  // not their defaults (--reproduce takes the file's)
   int procs_per_run = 0;
   std::string placement = "dynamic";

@@ -18,6 +18,7 @@
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/manifest.hpp"
 #include "dpstudy/progress.hpp"
 #include "dpstudy/results.hpp"
 #include "dpstudy/runtime_info.hpp"
@@ -200,6 +201,19 @@ void load_data(Job& job) {
         job.data[ds] =
             prepare_data(load_dataset(ds, Split::train, load), load_dataset(ds, Split::test, load), job.device);
         train_size[ds] = job.data[ds].train_y.size(0);
+        if (g.verify_data) {  // a DataError naming the file and what differs, or a note of what was checked
+          std::size_t by_digest = 0;
+          for (const FileRecord& f : job.data[ds].files) {
+            by_digest += Manifest::builtin().verify(ds, f) == Manifest::Check::match;
+          }
+          const std::size_t files = job.data[ds].files.size();
+          job.plan.notes.push_back("# data: " + ds + ": the official files (--verify_data): " +
+                                   std::to_string(by_digest) + " of " + std::to_string(files) +
+                                   " by size and SHA-256" +
+                                   (by_digest < files ? ", the others by size (the manifest records no SHA-256 for "
+                                                        "them yet)"
+                                                      : std::string()));
+        }
       } else {
         train_size[ds] = spec.official_train;
         job.data_notes.push_back("# " + ds + " was not found; costs assume its official " +
