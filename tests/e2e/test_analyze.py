@@ -347,6 +347,10 @@ class Analyze(TempFolderTest):
         self.assertIn(f"warning: the runs of dataset mnist were trained on 2 different sets of its files (data_digest "
                       f"{first}: 4 run(s), {second}: 4 run(s)); a group that mixes them pools runs of different data",
                       out)
+        # runs shows which run was trained on which files.
+        rows = list(csv.DictReader(io.StringIO(self.analyze("runs", self.periods, elsewhere, "--format", "csv")
+                                               .split("dpstudy-analyze: warning")[0])))
+        self.assertEqual(sorted(row["data_digest"] for row in rows), [first] * 4 + [second] * 4)
         # Kept apart, or one kept: no warning.
         out = self.analyze("compare", self.periods, elsewhere, "--factor", "data_digest", "--within", "sync_period",
                            "--format", "csv")

@@ -1,6 +1,7 @@
 // dpstudy-analyze runs: one row per run read (after --where), for a look at
 // what a study holds or a spreadsheet (--format csv).
 #include <algorithm>
+#include <set>
 
 #include "commands.hpp"
 
@@ -10,6 +11,10 @@ std::vector<Table> runs(const Runs& r, const Options& o) {
   // The run keys that tell the runs apart, or the ones asked for.
   std::vector<std::string> keys = o.by.empty() ? varying_run_keys(r) : o.by;
   require_columns(r, keys, "--by");
+  // Runs trained on other copies of the data files differ by that too (the warning of load.cpp).
+  std::set<std::string> digests;
+  for (const Run& run : r.runs) digests.insert(run.text("data_digest").value_or(""));
+  if (o.by.empty() && digests.size() > 1) keys.insert(keys.begin(), "data_digest");
   if (const auto seed = std::find(keys.begin(), keys.end(), "seed"); o.by.empty() && seed != keys.end()) {
     std::rotate(seed, seed + 1, keys.end());  // the replicates last
   }
