@@ -205,6 +205,9 @@ class Results(TempFolderTest):
                                    r"found now, e\.g\. \S+\.h5: mnist/t10k-images-idx3-ubyte \(sha256=[0-9a-f]{12}\.\.\. "
                                    r"then, sha256=[0-9a-f]{12}\.\.\. now\), .*give the study another --name")
         self.assertEqual(sorted(os.listdir(runs)), before)  # nothing trained
+        r = self.run_study("--workers", "1,2,4", "--dry_run", output=out, data_dir=other)  # dpstudy-slurm's check
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("2 complete run(s) of this study were trained on other data files", r.stderr)
         # The same files again: the study goes on; --force trains every run again on the new ones.
         r = self.run_study("--workers", "1,2,4", output=out)
         self.assertEqual((r.returncode, r.stdout.count(": starting")), (0, 1), r.stdout + r.stderr)
