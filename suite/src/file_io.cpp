@@ -206,6 +206,18 @@ void write_be32(std::uint8_t* p, std::uint32_t v) {
   p[3] = std::uint8_t(v);
 }
 
+std::string checksum_lines(const std::string& dataset, const std::vector<FileRecord>& files) {
+  std::string text;
+  for (const auto& f : files) {
+    text += dataset + "/" + f.name + " bytes=" + std::to_string(f.bytes) + " sha256=" + f.sha256 + "\n";
+  }
+  return text;
+}
+
+std::string data_digest(const std::string& checksum_lines) {
+  return Sha256::of(checksum_lines.data(), checksum_lines.size()).substr(0, 16);
+}
+
 std::string checksum_differences(const std::string& a_text, const std::string& b_text, const std::string& then,
                                  const std::string& now) {
   // file -> "bytes=N sha256=HEX"

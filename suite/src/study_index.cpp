@@ -10,7 +10,7 @@
 
 #include "dpstudy/error.hpp"
 #include "dpstudy/results.hpp"
-#include "dpstudy/sha256.hpp"
+#include "dpstudy/file_io.hpp"
 
 namespace fs = std::filesystem;
 
@@ -187,7 +187,7 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
         const h5::Group provenance = root.open_group("provenance");
         if (provenance.has_attr("dataset_checksums")) {
           const std::string files = provenance.get_string("dataset_checksums");
-          e.cells.push_back(Cell{"data_digest", 's', 0, 0, Sha256::of(files.data(), files.size()).substr(0, 16)});
+          e.cells.push_back(Cell{"data_digest", 's', 0, 0, data_digest(files)});
         }
         e.id = root.get_string("run_id");
       } catch (const Error& err) {

@@ -15,14 +15,7 @@
 
 namespace dpstudy {
 
-std::string TrainingData::checksums() const {
-  const std::string dataset = spec ? spec->name : "?";
-  std::string text;
-  for (const auto& f : files) {
-    text += dataset + "/" + f.name + " bytes=" + std::to_string(f.bytes) + " sha256=" + f.sha256 + "\n";
-  }
-  return text;
-}
+std::string TrainingData::checksums() const { return checksum_lines(spec ? spec->name : "?", files); }
 
 namespace {
 

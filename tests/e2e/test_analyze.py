@@ -342,6 +342,11 @@ class Analyze(TempFolderTest):
             there = f["index/data_digest"][0].decode()
         self.assertRegex(here, r"^[0-9a-f]{16}$")
         self.assertNotEqual(here, there)
+        # dpstudy-data names the digest of the files it finds: which copy was this?
+        for folder, digest in ((self.data, here), (other_data, there)):
+            summary = subprocess.run([DATA_TOOL, "summary", "mnist", "--data-dir", folder], capture_output=True,
+                                     text=True, check=True).stdout
+            self.assertIn(f"# data_digest (a study index's column for runs on these files): mnist {digest}\n", summary)
         out = self.analyze("summary", self.periods, elsewhere, "--by", "sync_period")
         first, second = sorted([here, there])
         self.assertIn(f"warning: the runs of dataset mnist were trained on 2 different sets of its files (data_digest "

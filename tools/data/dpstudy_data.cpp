@@ -71,9 +71,11 @@ int summary(std::vector<std::string> names, const std::string& data_dir, bool ve
               "split", "images", "shape", "classes", "pixel min", "pixel max", "mean (per channel)",
               "std (per channel)", "per class", "load (ms)", "rate (MB/s)", "checksum", "folder");
   int loaded = 0;
-  std::vector<std::string> absent;
+  std::vector<std::string> absent, digests;
   for (const auto& name : names) {
     const DatasetSpec& spec = dataset_spec(name);
+    std::vector<FileRecord> files;  // train, then test: as a run records them
+    int splits = 0;
     for (Split split : {Split::train, Split::test}) {
       if (all) {
         try {
@@ -111,9 +113,16 @@ int summary(std::vector<std::string> names, const std::string& data_dir, bool ve
                   means.c_str(), stds.c_str(), buf, secs * 1e3, bytes / 1e6 / secs,
                   verify ? digest_status(ds, manifest).c_str() : "-", ds.dir.c_str());
       ++loaded;
+      ++splits;
+      files.insert(files.end(), ds.files.begin(), ds.files.end());
     }
+    if (splits == 2) digests.push_back(name + " " + data_digest(checksum_lines(name, files)));
   }
   for (const auto& a : absent) std::printf("# not found: %s\n", a.c_str());
+  // Which copy a study's runs were trained on: their index's data_digest column.
+  for (const auto& d : digests) {
+    std::printf("# data_digest (a study index's column for runs on these files): %s\n", d.c_str());
+  }
   if (loaded == 0) {
     std::fprintf(stderr, "dpstudy-data: error: no dataset found; see `dpstudy-data summary NAME` "
                          "for the places searched\n");

@@ -19,8 +19,14 @@ struct FileRecord {
   std::uint64_t bytes = 0;  // decompressed
   std::string sha256;      // of the decompressed bytes
 };
-// The files whose lines differ between two texts of "dataset/file bytes=N sha256=HEX"
-// lines (TrainingData::checksums(), a run file's provenance), e.g.
+// "dataset/file bytes=N sha256=HEX", one line per file: what run files (provenance
+// dataset_checksums) and checkpoints record of the data they were trained on.
+std::string checksum_lines(const std::string& dataset, const std::vector<FileRecord>& files);
+// The first 16 hex digits of the SHA-256 of such lines: the study index's data_digest,
+// one short name for one set of data files.
+std::string data_digest(const std::string& checksum_lines);
+// The files whose lines differ between two texts of checksum_lines() (a run file's
+// provenance, a checkpoint, another process's), e.g.
 // "mnist/train-images-idx3-ubyte (sha256=462cff469402... then, sha256=1351752f3805... now)"; empty if none.
 // `then` and `now` name the two sides in the text.
 std::string checksum_differences(const std::string& a, const std::string& b, const std::string& then = "then",

@@ -28,9 +28,7 @@ struct TrainingData {
   const DatasetSpec* spec = nullptr;
   at::Tensor train_x, train_y, test_x, test_y;  // float [N, C, H, W], int64 [N], on the run's device
   std::vector<FileRecord> files;
-  // "dataset/file bytes=N sha256=HEX", one line per file: what run files and
-  // checkpoints record of the data they were trained on.
-  std::string checksums() const;
+  std::string checksums() const;  // checksum_lines() of its files (train, then test)
 };
 // Normalises and places the data on `device` (CPU, or the process's GPU).
 TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device = at::kCPU);
