@@ -356,6 +356,11 @@ class Analyze(TempFolderTest):
         rows = list(csv.DictReader(io.StringIO(self.analyze("runs", self.periods, elsewhere, "--format", "csv")
                                                .split("dpstudy-analyze: warning")[0])))
         self.assertEqual(sorted(row["data_digest"] for row in rows), [first] * 4 + [second] * 4)
+        # A report says what its runs were trained on.
+        report = os.path.join(self.tmp, "other-machine-report")
+        self.analyze("report", self.periods, elsewhere, "--by", "sync_period", "--output", report)
+        with open(os.path.join(report, "report.md")) as f:
+            self.assertIn(f"Data: mnist (data_digest {first}: 4 runs), mnist (data_digest {second}: 4 runs).", f.read())
         # Kept apart, or one kept: no warning.
         out = self.analyze("compare", self.periods, elsewhere, "--factor", "data_digest", "--within", "sync_period",
                            "--format", "csv")

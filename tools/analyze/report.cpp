@@ -59,17 +59,22 @@ void report(const Runs& r, const Options& o) {
     std::fprintf(out, "## %s\n\n```sh\ndpstudy-analyze %s\n```\n\n", title.c_str(), shown.c_str());
   };
   std::set<std::string> studies;
-  std::map<std::string, int> status;
+  std::map<std::string, int> status, data;  // data: "dataset (data_digest D" -> runs
   for (const Run& run : r.runs) {
     studies.insert(run.text("study").value_or("?"));
     ++status[run.text("status").value_or("?")];
+    const std::string digest = run.text("data_digest").value_or("");
+    ++data[run.text("dataset").value_or("?") + (digest.empty() ? " (files not recorded" : " (data_digest " + digest)];
   }
-  std::string counts;
+  std::string counts, trained_on;
   for (const auto& [s, n] : status) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + s;
-  std::fprintf(out, "# %s\n\n%zu runs (%s) from %s%s. Metric: %s. Made by dpstudy-analyze report.\n\n",
+  for (const auto& [d, n] : data) {
+    trained_on += (trained_on.empty() ? "" : ", ") + d + ": " + std::to_string(n) + " runs)";
+  }
+  std::fprintf(out, "# %s\n\n%zu runs (%s) from %s%s. Metric: %s. Data: %s. Made by dpstudy-analyze report.\n\n",
                join(std::vector<std::string>(studies.begin(), studies.end()), ", ").c_str(), r.runs.size(),
                counts.c_str(), dirs.c_str(), filters.empty() ? "" : (", runs kept by" + filters).c_str(),
-               o.metric.c_str());
+               o.metric.c_str(), trained_on.c_str());
   for (const std::string& w : r.warnings) std::fprintf(out, "**Warning**: %s.\n\n", w.c_str());
 
   // A part whose command alone refuses these runs (a key of one value compares nothing) says so.
