@@ -81,10 +81,14 @@ RawValues read_study_file(const std::string& path, const std::vector<std::string
   if (!in) throw UsageError(path + ": cannot open the study file");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  if (text) *text = buffer.str();
+  std::string content = buffer.str();
+  // Editors on Windows may start a UTF-8 file with a byte order mark, which the INI
+  // reader would take for part of the first line ("invalid line '[study]'").
+  if (content.rfind("\xEF\xBB\xBF", 0) == 0) content.erase(0, 3);
+  if (text) *text = content;
   po::parsed_options parsed(nullptr);
   try {
-    std::istringstream again(buffer.str());
+    std::istringstream again(content);
     parsed = po::parse_config_file(again, po::options_description(), /*allow_unregistered=*/true);
   } catch (const po::error& e) {
     throw UsageError(path + ": " + e.what());

@@ -2,8 +2,11 @@
 // rules, and the suggestions for a mistyped key.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "dpstudy/error.hpp"
 #include "dpstudy/study.hpp"
+#include "test_support.hpp"
 
 using namespace dpstudy;
 
@@ -42,4 +45,24 @@ TEST(StudyKeys, SuggestionsOnlyForCloseKeys) {
   EXPECT_EQ(closest_key("momentum", keys), "");
   EXPECT_EQ(did_you_mean("wrokers", keys, "--", ""), "; did you mean --workers?");
   EXPECT_EQ(did_you_mean("zzz", keys, "'", "'"), "");
+}
+
+TEST(StudyFile, WindowsLineEndsAndByteOrderMarkReadAsPlainText) {
+  // Files saved by editors on Windows: CRLF line ends, and a UTF-8 byte order mark
+  // that the INI reader took for part of the first line ("invalid line '[study]'").
+  test::ScratchDir dir;
+  const std::vector<std::string> known = {"name", "workers", "lr"};
+  const auto read = [&](const std::string& bytes) {
+    const std::string path = dir.str() + "/study.ini";
+    std::ofstream(path, std::ios::binary) << bytes;
+    std::string text;
+    RawValues values = read_study_file(path, known, &text, "mlp-mnist");
+    return std::make_pair(values, text);
+  };
+  const auto plain = read("[study]\nname = s\n[sweep]\nworkers = 1, 2\nlr = 0.05\n");
+  ASSERT_FALSE(plain.first.empty());
+  EXPECT_EQ(read("[study]\r\nname = s\r\n[sweep]\r\nworkers = 1, 2\r\nlr = 0.05\r\n").first, plain.first);
+  const auto bom = read("\xEF\xBB\xBF[study]\nname = s\n[sweep]\nworkers = 1, 2\nlr = 0.05\n");
+  EXPECT_EQ(bom.first, plain.first);
+  EXPECT_EQ(bom.second, plain.second);  // the text stored in run files, for --reproduce
 }
