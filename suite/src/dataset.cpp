@@ -94,7 +94,9 @@ std::string find_dataset_dir(const DatasetSpec& spec, Split split, const std::st
     for (const fs::path& dir : {fs::path(root.dir) / spec.name, fs::path(root.dir)}) {
       std::error_code ec;
       if (!fs::is_directory(dir, ec)) {
-        searched << "  " << root.origin << ": " << dir.string() << " (no such directory)\n";
+        const bool file = fs::exists(dir, ec);  // a --data_dir naming a file, say
+        searched << "  " << root.origin << ": " << dir.string()
+                 << (file ? " (not a directory)\n" : " (no such directory)\n");
         continue;
       }
       std::string missing;

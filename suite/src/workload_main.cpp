@@ -198,8 +198,10 @@ void load_data(Job& job) {
         }
       }
       if (here) {
-        job.data[ds] =
-            prepare_data(load_dataset(ds, Split::train, load), load_dataset(ds, Split::test, load), job.device);
+        // In this order, so that a dataset missing altogether is reported by its training split.
+        const Dataset train = load_dataset(ds, Split::train, load);
+        const Dataset test = load_dataset(ds, Split::test, load);
+        job.data[ds] = prepare_data(train, test, job.device);
         train_size[ds] = job.data[ds].train_y.size(0);
         if (g.verify_data) {  // a DataError naming the file and what differs, or a note of what was checked
           std::size_t by_digest = 0;

@@ -158,6 +158,15 @@ TEST_F(IdxBadInput, MissingFilesListEveryPlaceSearched) {
     EXPECT_NE(what.find("system: /usr/share/datasets/mnist"), std::string::npos) << what;
     EXPECT_NE(what.find("tools/fetch-datasets mnist"), std::string::npos) << what;
   }
+  // A --data_dir that names a file says so, not "no such directory".
+  opt.data_dir = (dir_.path() / "mnist/train-images-idx3-ubyte").string();
+  try {
+    load_dataset("mnist", Split::train, opt);
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("--data-dir: " + opt.data_dir + " (not a directory)"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(IdxChecksum, VerifiesAgainstManifestAndReportsBothDigests) {
