@@ -326,6 +326,19 @@ class Analyze(TempFolderTest):
         self.assertNotIn("warning", out)
         self.assertEqual(next(csv.DictReader(io.StringIO(out)))["n"], "3")
 
+    def test_a_study_with_no_finished_run_says_so(self):
+        # Its index lists no run yet: "no run_id column (a damaged or edited index)" before.
+        os.makedirs(os.path.join(self.tmp, "started", "runs"))
+        subprocess.run([EXE, "--output", self.tmp, "--name", "started", "--rebuild_index"], check=True,
+                       stdout=subprocess.DEVNULL)
+        started = os.path.join(self.tmp, "started")
+        out = self.analyze("summary", started, status=2)
+        self.assertIn(f"warning: {started}/index.h5: lists no finished run yet", out)
+        self.assertIn(f"error: no finished run to analyse in {started}", out)
+        # Beside a study that has runs, it adds none.
+        out = self.analyze("summary", started, self.periods, "--format", "csv")
+        self.assertEqual(next(csv.DictReader(io.StringIO(out.split("dpstudy-analyze: warning")[0])))["n"], "4")
+
     def test_runs_trained_on_other_copies_of_the_data_are_named(self):
         # The study "periods" again on other files of one dataset (another machine's copy, say):
         # read together, every group pooled runs of different data silently.

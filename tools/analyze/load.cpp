@@ -115,6 +115,12 @@ Runs load_studies(const std::vector<std::string>& dirs) {
         if (std::string u = idx.dataset_units(name); !u.empty()) r.units[name] = u;
       }
     }
+    if (names.empty()) {  // no run has finished yet (a run's row is written when it ends)
+      r.warnings.push_back(index + ": lists no finished run yet (--dry_run on the study shows those running)");
+      texts["run_id"];  // none: the files beside it are still checked
+      check_run_files(dir, index, root, texts, r.warnings);
+      continue;
+    }
     if (!texts.count("run_id")) {
       throw Error(index + ": no run_id column (a damaged or edited index; running the study again rebuilds it)");
     }

@@ -151,12 +151,19 @@ int main(int argc, char** argv) {
     if (o.style != "bars" && o.style != "band") throw ConfigError("style", o.style, "is not one of: bars, band");
     if (o.command == "steps-to-result" && o.by.empty()) o.by = {"batch_size"};
     Runs r = load_studies(o.dirs);
+    const auto warn = [&r] {
+      for (const std::string& w : r.warnings) std::fprintf(stderr, "dpstudy-analyze: warning: %s\n", w.c_str());
+    };
+    if (r.runs.empty()) {
+      warn();
+      throw UsageError("no finished run to analyse in " + join(o.dirs, ", "));
+    }
     apply_where(r, o.where);
     std::vector<std::string> grouped_by = o.by;
     for (const auto* keys : {&o.within, &o.factors}) grouped_by.insert(grouped_by.end(), keys->begin(), keys->end());
     grouped_by.push_back(o.factor);
     warn_of_data_digests(r, grouped_by);
-    for (const std::string& w : r.warnings) std::fprintf(stderr, "dpstudy-analyze: warning: %s\n", w.c_str());
+    warn();
     // A factor of one level (a key the study did not sweep, or --where kept one) compares nothing.
     if ((o.command == "compare" || o.command == "power") && !o.factor.empty()) require_levels(r, {o.factor}, "--factor");
     if (o.command == "anova" && o.factors.size() >= 2) require_levels(r, o.factors, "--factors");
