@@ -1,7 +1,9 @@
 #include "dpstudy/hdf5.hpp"
 
 #include <hdf5.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -386,7 +388,15 @@ File File::open_read(const std::string& path) {
         "cannot turn file locking off");
 #endif
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
-  if (f < 0) fail(path, "cannot open as an HDF5 file (missing, truncated or not HDF5)");
+  if (f < 0) {
+    struct stat st {};
+    // HDF5's own message for a missing file is a screenful about its drivers.
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
+      H5Eclear2(H5E_DEFAULT);
+      throw Hdf5Error(path, "no such file");
+    }
+    fail(path, "cannot open as an HDF5 file (truncated or not HDF5)");
+  }
   return File(f, path);
 }
 

@@ -2,6 +2,8 @@
 // memory must be those a rebuild from scratch reads, and a run file is read
 // again exactly when it changed.
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <unistd.h>
 
 #include <cmath>
@@ -146,6 +148,25 @@ TEST(Hdf5, DatasetUnitsAreReadBackAndEmptyWithout) {
   EXPECT_EQ(f.root().dataset_units("with"), "L2 norm");
   EXPECT_EQ(f.root().dataset_units("without"), "");
   EXPECT_THROW(f.root().dataset_units("absent"), Hdf5Error);
+}
+
+TEST(Hdf5, AMissingOrForeignFileSaysWhichInOneLine) {
+  ScratchDir scratch;
+  const std::string missing = scratch.str() + "/absent.h5", text = scratch.str() + "/text.h5";
+  try {
+    (void)h5::File::open_read(missing);
+    FAIL() << "expected an Hdf5Error";
+  } catch (const Hdf5Error& e) {
+    EXPECT_EQ(std::string(e.what()), missing + ": no such file");  // not HDF5's stack of driver errors
+  }
+  std::ofstream(text) << "not HDF5";
+  try {
+    (void)h5::File::open_read(text);
+    FAIL() << "expected an Hdf5Error";
+  } catch (const Hdf5Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(text + ": cannot open as an HDF5 file (truncated or not HDF5)", 0), 0u)
+        << e.what();
+  }
 }
 
 // The NaNs of one run made in two process layouts differ in sign and payload
