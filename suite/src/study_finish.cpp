@@ -17,15 +17,7 @@ int StudyJob::finish(bool stopped) {
   std::size_t indexed = index_->rebuild(&skipped);
   // Another job on this study may have written a run file while this one was
   // indexing, and its own index before this one's: index until none is missing.
-  const auto run_files = [&] {
-    std::size_t n = 0;
-    for (const auto& entry : fs::directory_iterator(runs_dir_, ec)) {
-      const std::string f = entry.path().filename().string();
-      if (f.size() > 3 && f.compare(f.size() - 3, 3, ".h5") == 0 && f.find(".ckpt.") == std::string::npos) ++n;
-    }
-    return n;
-  };
-  for (int again = 0; again < 3 && run_files() > indexed + skipped.size(); ++again) {
+  for (int again = 0; again < 3 && run_file_paths(job_.request.study_dir).size() > indexed + skipped.size(); ++again) {
     skipped.clear();
     indexed = index_->rebuild(&skipped);
   }
@@ -34,6 +26,7 @@ int StudyJob::finish(bool stopped) {
   // The study's runs, from their files; a run without one is another job's, still running.
   int failed_checks = 0;
   std::size_t elsewhere = 0;
+  std::vector<std::string> other_data;  // runs another job trained on other files meanwhile (look() saw none)
   const std::vector<std::string>& swept = job_.request.swept;
   std::printf("# %-16s  %-10s  %9s  %s\n", "run id", "status", "test acc", "axes");
   for (const auto& p : plan_) {
@@ -46,6 +39,7 @@ int StudyJob::finish(bool stopped) {
       continue;
     }
     const h5::File f = h5::File::open_read(file);
+    if (std::string differ = this->other_data(p, file, f); !differ.empty()) other_data.push_back(std::move(differ));
     const h5::Group summary = f.root().open_group("summary");
     const double acc = summary.get_double("final_test_accuracy");
     const std::string status = summary.get_string("status");
@@ -72,6 +66,13 @@ int StudyJob::finish(bool stopped) {
               0);
   } else {
     out_.line("# study " + name + " done: " + std::to_string(indexed) + " runs in " + study_dir + "/index.h5", 0);
+  }
+  if (!other_data.empty()) {
+    out_.line("# warning: " + std::to_string(other_data.size()) + " run(s) of this study were trained on other data "
+                  "files than this job's (another job's copy, finished while this one ran), e.g. " +
+                  other_data.front() + ". The index's data_digest tells them apart; dpstudy-analyze warns where they "
+                  "are pooled",
+              0);
   }
   // Earlier invocations under this name with other keys or values (a study file
   // edited since, more seeds): their runs stay in the index, and analyses read them.

@@ -84,12 +84,8 @@ void StudyJob::look() {
         const h5::File f = h5::File::open_read(file);
         rate_sum += f.root().open_group("summary").get_double("samples_per_s");
         ++complete_;
-        const auto data = job_.data.find(plan_[i].config.dataset);  // none in a dry run
-        const h5::Group prov = f.root().open_group("provenance");
-        if (data != job_.data.end() && prov.has_attr("dataset_checksums")) {
-          const std::string then = prov.get_string("dataset_checksums");
-          const std::string differ = checksum_differences(then, data->second.checksums());
-          if (!differ.empty()) other_data.push_back(file + ": " + differ);
+        if (std::string differ = this->other_data(plan_[i], file, f); !differ.empty()) {
+          other_data.push_back(std::move(differ));
         }
       }
       if (state_[i] != std::int64_t(RunFileState::missing)) planned_stamp_[i] = stamp(plan_[i].id);
@@ -112,6 +108,14 @@ void StudyJob::look() {
   session_.broadcast(planned_stamp_);
   session_.broadcast(left);
   for (std::size_t i = 0; i < plan_.size(); ++i) plan_[i].cost = left[i];
+}
+
+std::string StudyJob::other_data(const PlannedRun& run, const std::string& file, const h5::File& f) const {
+  const auto data = job_.data.find(run.config.dataset);  // none in a dry run without the files
+  const h5::Group prov = f.root().open_group("provenance");
+  if (data == job_.data.end() || !prov.has_attr("dataset_checksums")) return "";
+  const std::string differ = checksum_differences(prov.get_string("dataset_checksums"), data->second.checksums());
+  return differ.empty() ? "" : file + ": " + differ;
 }
 
 // What run i has left to compute after the step of its complete set of

@@ -52,6 +52,9 @@ class StudyJob {
   bool to_run(std::size_t i) const { return g_.force || state_[i] != std::int64_t(RunFileState::complete); }
   std::int64_t stamp(const std::string& id) const;
   void look();
+  // "file: the data files that differ" when `run`'s complete file (open as `f`) was
+  // trained on other files than this job's; "" when the same, or either is unknown.
+  std::string other_data(const PlannedRun& run, const std::string& file, const h5::File& f) const;
   std::optional<std::int64_t> cost_left(std::size_t i) const;
   void make_schedule();
   DryRun dry_run() const;

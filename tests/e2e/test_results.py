@@ -223,6 +223,24 @@ class Results(TempFolderTest):
         self.assertRegex(r.stdout, r"checkpoint unusable \(\S+\.ckpt\.h5: was made on other data files: "
                                    r"mnist/t10k-images-idx3-ubyte \(sha256=.*\); starting over")
 
+    def test_jobs_sharing_a_study_on_other_copies_of_the_data_are_told(self):
+        # Two jobs started at once on one study, each with its own copy (node-local
+        # scratch): a job refuses the study if the other's runs are complete when it
+        # starts, and says so at its end if they finished meanwhile.
+        out = os.path.join(self.tmp, "two-copies")
+        other = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "two-copies-fixtures"), 240, 50)
+        jobs = [subprocess.Popen([EXE, "--data_dir", data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1",
+                                  "--output", out, "--threads", "1", "--seeds", "6", "--name", "shared"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for data in (self.data, other)]
+        logs = [j.communicate(timeout=300) + (j.returncode,) for j in jobs]
+        refused = [e for _, e, rc in logs if rc == 2 and "were trained on other data files than those found now" in e]
+        warned = [o for o, _, rc in logs if rc == 0 and "run(s) of this study were trained on other data files than "
+                  "this job's (another job's copy, finished while this one ran)" in o]
+        self.assertTrue(refused or warned, logs)
+        for _, err, rc in logs:
+            self.assertIn(rc, (0, 2), err)
+
     def test_results_of_another_schema_are_refused(self):
         out = os.path.join(self.tmp, "schema")
         os.makedirs(os.path.join(out, "old", "runs"))
