@@ -26,7 +26,7 @@ int StudyJob::finish(bool stopped) {
   // The study's runs, from their files; a run without one is another job's, still running.
   int failed_checks = 0;
   std::size_t elsewhere = 0;
-  std::vector<std::string> other_data;  // runs another job trained on other files meanwhile (look() saw none)
+  std::vector<std::string> on_other_files;  // another job's, finished meanwhile (look() saw none)
   const std::vector<std::string>& swept = job_.request.swept;
   std::printf("# %-16s  %-10s  %9s  %s\n", "run id", "status", "test acc", "axes");
   for (const auto& p : plan_) {
@@ -39,7 +39,7 @@ int StudyJob::finish(bool stopped) {
       continue;
     }
     const h5::File f = h5::File::open_read(file);
-    if (std::string differ = this->other_data(p, file, f); !differ.empty()) other_data.push_back(std::move(differ));
+    if (std::string differ = other_data(p, file, f); !differ.empty()) on_other_files.push_back(std::move(differ));
     const h5::Group summary = f.root().open_group("summary");
     const double acc = summary.get_double("final_test_accuracy");
     const std::string status = summary.get_string("status");
@@ -67,11 +67,11 @@ int StudyJob::finish(bool stopped) {
   } else {
     out_.line("# study " + name + " done: " + std::to_string(indexed) + " runs in " + study_dir + "/index.h5", 0);
   }
-  if (!other_data.empty()) {
-    out_.line("# warning: " + std::to_string(other_data.size()) + " run(s) of this study were trained on other data "
-                  "files than this job's (another job's copy, finished while this one ran), e.g. " +
-                  other_data.front() + ". The index's data_digest tells them apart; dpstudy-analyze warns where they "
-                  "are pooled",
+  if (!on_other_files.empty()) {
+    out_.line("# warning: " + std::to_string(on_other_files.size()) + " run(s) of this study were trained on other "
+                  "data files than this job's (another job's copy, finished while this one ran), e.g. " +
+                  on_other_files.front() + ". The index's data_digest tells them apart; dpstudy-analyze warns where "
+                  "they are pooled",
               0);
   }
   // Earlier invocations under this name with other keys or values (a study file

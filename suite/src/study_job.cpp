@@ -76,7 +76,7 @@ void StudyJob::look() {
     std::error_code ec;
     if (fs::is_directory(runs_dir_, ec)) check_results_schema(job_.request.study_dir);
     double rate_sum = 0;
-    std::vector<std::string> other_data;  // complete runs trained on other files: "file: differences"
+    std::vector<std::string> on_other_files;  // complete runs trained on other files: "file: differences"
     for (std::size_t i = 0; i < plan_.size(); ++i) {
       const std::string file = (runs_dir_ / (plan_[i].id + ".h5")).string();
       state_[i] = std::int64_t(inspect_run_file(file, &why_[i]));
@@ -84,8 +84,8 @@ void StudyJob::look() {
         const h5::File f = h5::File::open_read(file);
         rate_sum += f.root().open_group("summary").get_double("samples_per_s");
         ++complete_;
-        if (std::string differ = this->other_data(plan_[i], file, f); !differ.empty()) {
-          other_data.push_back(std::move(differ));
+        if (std::string differ = other_data(plan_[i], file, f); !differ.empty()) {
+          on_other_files.push_back(std::move(differ));
         }
       }
       if (state_[i] != std::int64_t(RunFileState::missing)) planned_stamp_[i] = stamp(plan_[i].id);
@@ -96,12 +96,12 @@ void StudyJob::look() {
     }
     if (complete_ > 0) measured_rate_ = rate_sum / double(complete_);
     // The runs trained now would be pooled with these in the study's results.
-    if (!other_data.empty() && !g_.force) {
-      throw UsageError(
-          std::to_string(other_data.size()) + " complete run(s) of this study were trained on other data files than "
-          "those found now, e.g. " + other_data.front() + ". Runs trained now would be pooled with them: use the files "
-          "they were trained on (each run file's provenance/dataset_checksums lists them), give the study another "
-          "--name or --output, or train every run again (--force)");
+    if (!on_other_files.empty() && !g_.force) {
+      throw UsageError(std::to_string(on_other_files.size()) + " complete run(s) of this study were trained on other "
+                       "data files than those found now, e.g. " + on_other_files.front() + ". Runs trained now would "
+                       "be pooled with them: use the files they were trained on (each run file's "
+                       "provenance/dataset_checksums lists them), give the study another --name or --output, or train "
+                       "every run again (--force)");
     }
   }
   session_.broadcast(state_);
