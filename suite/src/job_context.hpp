@@ -56,7 +56,7 @@ struct Job {
   const Request& request;
   Plan& plan;
   std::map<std::string, TrainingData>& data;  // by dataset name; absent in a dry run without the files
-  std::vector<std::string> data_notes;        // "# ..." lines: datasets not here, costs assumed
+  std::vector<std::string> data_notes;        // "# ..." lines: datasets not here (costs assumed), files verified
   at::Device device;
   Execution execution;
   std::string prog, workload;

@@ -212,6 +212,7 @@ void StudyJob::prepare_folder() {
               std::to_string(complete_) + " already complete; results in " + job_.request.study_dir + "; " +
               std::to_string(session_.size()) + " process(es)");
     for (const auto& note : job_.plan.notes) out_.line(note, 0);
+    for (const auto& note : job_.data_notes) out_.line(note);  // information: not under --quiet
     if (!g_.quiet) print_header(job_.prog, g_.parallel);
   }
 }

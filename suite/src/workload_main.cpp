@@ -209,7 +209,7 @@ void load_data(Job& job) {
             by_digest += Manifest::builtin().verify(ds, f) == Manifest::Check::match;
           }
           const std::size_t files = job.data[ds].files.size();
-          job.plan.notes.push_back("# data: " + ds + ": the official files (--verify_data): " +
+          job.data_notes.push_back("# data: " + ds + ": the official files (--verify_data): " +
                                    std::to_string(by_digest) + " of " + std::to_string(files) +
                                    " by size and SHA-256" +
                                    (by_digest < files ? ", the others by size (the manifest records no SHA-256 for "
@@ -283,6 +283,9 @@ int run_single(Job& job) {
   }
   if (lead) {
     for (const auto& note : job.plan.notes) std::printf("%s\n", note.c_str());
+    if (!g.quiet) {
+      for (const auto& note : job.data_notes) std::printf("%s\n", note.c_str());
+    }
   }
   std::vector<int> world_ranks(static_cast<std::size_t>(job.session.size()));
   for (int r = 0; r < job.session.size(); ++r) world_ranks[std::size_t(r)] = r;
