@@ -87,6 +87,22 @@ class SpackPackage(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("DPSTUDY_WITH_CUDA='maybe': expected AUTO, ON or OFF", r.stdout + r.stderr)
 
+    def test_the_environment_holds_no_machines_compilers(self):
+        # Spack writes the compilers it detects into the active environment's
+        # spack.yaml (0.x as compilers:, v1 as packages: gcc: externals:); this
+        # project's file once shipped its developer's Debian compilers that way.
+        with open(os.path.join(SOURCE, "spack.yaml")) as f:
+            lines = [line.split("#")[0].rstrip() for line in f]
+        keys = [line.strip().rstrip(":") for line in lines if re.match(r"^\s*\w[\w-]*:\s*$", line)]
+        for key in ("compilers", "externals", "packages"):
+            self.assertNotIn(key, keys, f"spack.yaml has a {key}: section; a cluster's compilers are its own")
+        specs = {line.strip().lstrip("- ").strip("'\"").split("@")[0].split()[0] for line in lines
+                 if re.match(r"^  - \S", line)}
+        for spec in ("py-torch", "openmpi", "hdf5", "boost", "benchmark", "googletest", "cmake", "gnuplot", "zlib"):
+            self.assertIn(spec, specs)
+        self.assertIn("    unify: true", lines)
+        self.assertIn("  view: true", lines)
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
