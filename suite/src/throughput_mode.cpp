@@ -2,6 +2,7 @@
 // per distinct sweep point (docs/performance.md).
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -102,6 +103,9 @@ int run_throughput_mode(const Job& job) {
     fs::create_directories(job.request.study_dir, ec);
     if (ec) throw UsageError(job.request.study_dir + ": cannot create the results folder (" + ec.message() + ")");
     o.hdf5_path = (fs::path(job.request.study_dir) / "throughput.h5").string();
+  }
+  if (lead) {  // slips in the sweep (an exclude rule that drops nothing); stderr keeps a JSON report clean
+    for (const auto& note : job.plan.notes) std::fprintf(stderr, "%s\n", note.c_str());
   }
   if (lead && !g.quiet) {
     print_header(job.prog, g.parallel);

@@ -70,6 +70,14 @@ class Throughput(TempFolderTest):
                 self.assertAlmostEqual(t["samples_per_s"][i], b["samples_per_s"], delta=1e-6 * b["samples_per_s"])
                 self.assertAlmostEqual(t["time_per_period_s"][i] * 1e3, b["real_time"], delta=1e-6 * b["real_time"])
 
+    def test_slips_in_the_sweep_are_warned_of_on_stderr(self):
+        r = self.run_exe("--workers", "1,2", "--iterations", "1", "--exclude", "workers=3", "--optimizer", "sgd",
+                         "--momentum", "0.5", "--output", os.path.join(self.tmp, "slips"), "--quiet",
+                         "--benchmark_format=json")
+        self.assertEqual(len(self.json_of(r)), 2)  # stdout is the JSON report alone
+        self.assertIn("# warning: the exclude rule 'workers=3' drops no combination: workers takes 1, 2", r.stderr)
+        self.assertIn("# warning: momentum changes nothing in any of the 2 runs: optimizer = sgd", r.stderr)
+
     def test_google_benchmark_flags_filter_repeat_and_write_json(self):
         out = os.path.join(self.tmp, "flags")
         json_out = os.path.join(self.tmp, "gb.json")
