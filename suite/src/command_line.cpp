@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/error.hpp"
@@ -174,12 +175,24 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
   po::options_description cli;
   cli.add(d.general).add(d.study).add(d.search).add(d.speed).add(raw);
   std::vector<std::string> cli_args;
+  std::map<std::string, std::string> sectioned;  // key -> as given: "workers" -> "--sweep.workers"
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     // Every option is spelled with '_' (as its study key, and as Google
     // Benchmark's); '-' is taken too, as the other dpstudy tools spell theirs so:
     // --data-dir, --dry-run.
-    if (a.rfind("--", 0) == 0) std::replace(a.begin() + 2, std::find(a.begin(), a.end(), '='), '-', '_');
+    if (a.rfind("--", 0) == 0) {
+      const auto name_end = std::find(a.begin(), a.end(), '=');
+      std::replace(a.begin() + 2, name_end, '-', '_');
+      // A key may carry its study-file section, --sweep.workers 1,2,4, which
+      // only groups keys there too ([sweep] workers = 1,2,4).
+      const std::string name(a.begin() + 2, name_end);
+      if (const auto dot = name.rfind('.'); dot != std::string::npos && dot > 0 && dot + 1 < name.size()) {
+        const std::string key = name.substr(dot + 1);
+        sectioned[key] = "--" + name;
+        a = "--" + key + std::string(name_end, a.end());
+      }
+    }
     (a.rfind("--benchmark_", 0) == 0 ? g.benchmark_flags : cli_args).push_back(a);
   }
   po::variables_map vm;
@@ -192,7 +205,9 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
     }
     std::string bad = e.get_option_name();
     while (!bad.empty() && bad[0] == '-') bad.erase(0, 1);
-    throw UsageError("unrecognised option '--" + bad + "'" + did_you_mean(bad, all, "--", ""));
+    const auto given = sectioned.find(bad);
+    throw UsageError("unrecognised option '" + (given == sectioned.end() ? "--" + bad : given->second) + "'" +
+                     did_you_mean(bad, all, "--", ""));
   }
   if (vm.count("version")) {
     const BuildInfo b = build_info();
