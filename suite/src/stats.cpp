@@ -1,10 +1,13 @@
 #include "dpstudy/stats.hpp"
 
+#include <boost/math/distributions/beta.hpp>
 #include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/fisher_f.hpp>
 #include <boost/math/distributions/non_central_t.hpp>
 #include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
+#include <boost/math/quadrature/gauss.hpp>
+#include <boost/math/quadrature/gauss_kronrod.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +17,7 @@
 #include "dpstudy/error.hpp"
 
 namespace bm = boost::math;
+namespace bmq = boost::math::quadrature;
 
 namespace dpstudy::stats {
 namespace {
@@ -351,12 +355,32 @@ std::int64_t samples_needed(double d, double alpha, double power) {
 }
 
 double tost_power(double m, std::int64_t n, double alpha) {
-  // Welch's df, the test compare runs, lies between n - 1 and 2n - 2 and at a
-  // few seeds is often near the low end: the low end keeps this a lower bound.
-  const double df = double(n - 1);
-  const double crit = bm::quantile(bm::students_t(df), 1 - alpha);
-  const bm::non_central_t nct(df, m * std::sqrt(double(n) / 2));
-  return std::max(0.0, 1 - 2 * bm::cdf(nct, crit));
+  // Exact for the test compare runs (Welch's TOST, n runs per group, a true
+  // difference of 0). In units of sd sqrt(2 / n), with nu = n - 1: the
+  // difference is Z ~ N(0, 1); the standard error is sqrt(S / (2 nu)) with S the
+  // sum of the two groups' chi-square(nu) variances, S ~ chi-square(2 nu); and
+  // Welch's df is nu / (U^2 + (1 - U)^2) with U = (first group's share of S) ~
+  // Beta(nu / 2, nu / 2), independent of S. Both one-sided tests reject when
+  // |Z| < delta - t(df) sqrt(S / (2 nu)), delta = m sqrt(n / 2), so for a given U
+  // the power is 2 * integral over z in [0, delta] of phi(z) F_S(2 nu ((delta - z) / t)^2),
+  // averaged over U through its quantiles (U and 1 - U give the same df).
+  if (n < 2 || !(m > 0)) return 0;
+  const double nu = double(n - 1), delta = m * std::sqrt(double(n) / 2);
+  const bm::chi_squared s_dist(2 * nu);
+  const bm::beta_distribution<double> u_dist(nu / 2, nu / 2);
+  const bm::normal z_dist;
+  const double z_end = std::min(delta, 9.0);  // phi beyond 9 adds under 1e-18
+  const auto given_share = [&](double p) {
+    const double u = bm::quantile(u_dist, p);
+    const double t = bm::quantile(bm::students_t(nu / (u * u + (1 - u) * (1 - u))), 1 - alpha);
+    const auto at_z = [&](double z) {
+      const double r = (delta - z) / t;
+      return bm::pdf(z_dist, z) * bm::cdf(s_dist, 2 * nu * r * r);
+    };
+    return 2 * bmq::gauss_kronrod<double, 31>::integrate(at_z, 0.0, z_end, 15, 1e-10);
+  };
+  const double power = 2 * bmq::gauss<double, 30>::integrate(given_share, 0.0, 0.5);
+  return std::clamp(power, 0.0, 1.0);
 }
 
 std::int64_t tost_samples_needed(double m, double alpha, double power) {

@@ -78,11 +78,10 @@ double power_two_sample(double d, std::int64_t n1, std::int64_t n2, double alpha
 double detectable_effect(std::int64_t n1, std::int64_t n2, double alpha = 0.05, double power = 0.8);
 // Samples per group needed to detect d with `power` at `alpha`.
 std::int64_t samples_needed(double d, double alpha = 0.05, double power = 0.8);
-// Power of the equivalence test (two one-sided tests at `alpha`, n per group)
-// to show |difference| < m (the margin over the sd) when the true difference
-// is 0: 1 - 2 P(T' <= t_(1-alpha)), T' non-central t with df n - 1 (Welch's
-// least) and noncentrality m sqrt(n / 2): a lower bound (each one-sided
-// test's miss counted apart); and the n per group it needs (-1: over 10^7).
+// Power of the equivalence test (Welch's two one-sided tests at `alpha`, n per
+// group) to show |difference| < m (the margin over the sd) when the true
+// difference is 0, exact (numerical integration over the variances and Welch's
+// df, stats.cpp); and the n per group it needs (-1: over 10^7).
 double tost_power(double m, std::int64_t n, double alpha = 0.05);
 std::int64_t tost_samples_needed(double m, double alpha = 0.05, double power = 0.8);
 
