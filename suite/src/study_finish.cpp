@@ -11,7 +11,7 @@ namespace dpstudy {
 
 // The lead process, once every process is through: the index, the study's
 // table, the checks asked for; 5 when the study was stopped.
-int StudyJob::finish(bool stopped) {
+int StudyJob::finish(bool stopped, bool mixed) {
   std::error_code ec;
   std::vector<std::string> skipped;
   std::size_t indexed = index_->rebuild(&skipped);
@@ -58,6 +58,11 @@ int StudyJob::finish(bool stopped) {
                             : std::string("the same command again resumes the others (those stopped from their "
                                           "checkpoints)")),
               0);
+  } else if (elsewhere > 0 && mixed) {
+    out_.line("# study " + name + ": this job stopped taking runs (another job's runs were trained on other data "
+                  "files, below); " + std::to_string(elsewhere) + " of " + std::to_string(plan_.size()) +
+                  " runs not done here; " + std::to_string(indexed) + " runs in " + study_dir + "/index.h5 now",
+              0);
   } else if (elsewhere > 0) {
     out_.line("# study " + name + ": this job is done; " + std::to_string(elsewhere) + " of " +
                   std::to_string(plan_.size()) + " runs are still running in another job (their claims in " +
@@ -67,12 +72,18 @@ int StudyJob::finish(bool stopped) {
   } else {
     out_.line("# study " + name + " done: " + std::to_string(indexed) + " runs in " + study_dir + "/index.h5", 0);
   }
-  if (!on_other_files.empty()) {
-    out_.line("# warning: " + std::to_string(on_other_files.size()) + " run(s) of this study were trained on other "
-                  "data files than this job's (another job's copy, finished while this one ran), e.g. " +
-                  on_other_files.front() + ". The index's data_digest tells them apart; dpstudy-analyze warns where "
-                  "they are pooled",
-              0);
+  // Two jobs on one study, each with its own copy of the data (node-local
+  // scratch), both started before either had finished a run: look() could not
+  // tell. The study now pools runs of two sets of files, so this job fails.
+  std::string mixed_data;
+  if (mixed || !on_other_files.empty()) {
+    mixed_data = std::to_string(on_other_files.size()) + " run(s) of this study were trained on other data files "
+                 "than this job's (another job's copy, finished while this one ran)" +
+                 (on_other_files.empty() ? std::string() : ", e.g. " + on_other_files.front()) +
+                 (mixed ? ". This job stopped taking runs. " : ". ") +
+                 "The study pools runs of two sets of files: give every job the same files (each run file's "
+                 "provenance/dataset_checksums lists them); the index's data_digest tells the runs apart "
+                 "(dpstudy-analyze --where data_digest=...)";
   }
   // Earlier invocations under this name with other keys or values (a study file
   // edited since, more seeds): their runs stay in the index, and analyses read them.
@@ -88,6 +99,11 @@ int StudyJob::finish(bool stopped) {
     std::snprintf(buf, sizeof buf, "# results I/O: %.3f s (run files, index, checkpoints) for %.3f s of training: %.2f %%",
                   results_io_s_, training_s_, 100 * results_io_s_ / training_s_);
     out_.line(buf, 0);
+  }
+  if (!mixed_data.empty()) {
+    out_.line("# error: " + mixed_data, 99);  // in the log
+    std::fprintf(stderr, "%s: error: %s\n", job_.prog.c_str(), mixed_data.c_str());
+    return 2;
   }
   if (stopped) return 5;
   if (!g_.reproduce.empty()) {

@@ -44,7 +44,8 @@ int StudyJob::run() {
   job_.current_run = "-";
   // Every process is through (this is also the barrier before the index).
   const bool stopped = session_.max(stopped_ || stop_requested() ? 1.0 : 0.0) > 0;
-  const int status = lead_ ? finish(stopped) : 0;
+  const bool mixed = session_.max(other_data_seen_.empty() ? 0.0 : 1.0) > 0;
+  const int status = lead_ ? finish(stopped, mixed) : 0;
   if (!stopped) return status;
   // All exit with 5, after the index is written: under srun --kill-on-bad-exit
   // the first to exit ends the others.
@@ -224,6 +225,20 @@ bool StudyJob::finished_elsewhere(std::size_t k) const {
   return now != 0 && now != planned_stamp_[schedule_[k].run];
 }
 
+bool StudyJob::done_elsewhere(std::size_t k) {
+  if (!finished_elsewhere(k)) return false;
+  if (other_data_seen_.empty()) {
+    const std::string file = (runs_dir_ / (ids_[k] + ".h5")).string();
+    try {  // a file damaged meanwhile is the run's own business (it runs again), not a data mismatch
+      if (inspect_run_file(file, nullptr) == RunFileState::complete) {
+        other_data_seen_ = other_data(plan_[schedule_[k].run], file, h5::File::open_read(file));
+      }
+    } catch (const Error&) {
+    }
+  }
+  return true;
+}
+
 // Keeps the claim on schedule position k live while its run trains.
 std::function<void()> StudyJob::heartbeat_of(std::size_t k) {
   last_beat_ = Clock::now();
@@ -239,7 +254,7 @@ void StudyJob::train() {
   study_start_ = Clock::now();
   index_ = std::make_unique<StudyIndex>(job_.request.study_dir, job_.request.name);
   queue_ = std::make_unique<ClaimQueue>(runs_dir_.string(), ids_, g_.claim_timeout,
-                                        [this](std::size_t k) { return finished_elsewhere(k); });
+                                        [this](std::size_t k) { return done_elsewhere(k); });
   heartbeat_s_ = std::min(60.0, g_.claim_timeout / 4);
   install_stop_handlers();
   if (dynamic_) {
@@ -268,7 +283,7 @@ void StudyJob::take_runs(const Block& b, bool final_look) {
   std::vector<std::string> size_ids;
   for (std::size_t k : positions) size_ids.push_back(ids_[k]);
   ClaimQueue size_queue(runs_dir_.string(), size_ids, g_.claim_timeout,
-                        [&](std::size_t j) { return finished_elsewhere(positions[j]); });
+                        [&](std::size_t j) { return done_elsewhere(positions[j]); });
   Placement mine;
   for (int r = b.first; r < b.first + b.size; ++r) mine.ranks.push_back(r);
   const bool first = session_.rank() == b.first;
@@ -282,7 +297,11 @@ void StudyJob::take_runs(const Block& b, bool final_look) {
   (void)final_look;
 #endif
   for (;;) {
-    long long j = !first || stopped_ || stop_requested() ? -1 : size_queue.next();
+    long long j = !first || stopped_ || stop_requested() || !other_data_seen_.empty() ? -1 : size_queue.next();
+    if (j >= 0 && !other_data_seen_.empty()) {  // seen on the way to run j: it is not trained here
+      queue_->release(positions[std::size_t(j)]);
+      j = -1;
+    }
 #if DPSTUDY_WITH_MPI
     if (group) group->broadcast(j);
 #endif
@@ -313,7 +332,7 @@ void StudyJob::train_static() {
       return at > 0 ? elapsed_s() * (1 - at) / at : 0.0;
     };
     const auto claim = [this, k] {
-      if (stopped_ || stop_requested()) return kStopping;
+      if (stopped_ || stop_requested() || !other_data_seen_.empty()) return kStopping;
       return queue_->take(k) ? kMine : kHeld;
     };
     const bool ran = run_one(pl, eta, heartbeat_of(k), claim);

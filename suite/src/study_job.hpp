@@ -42,7 +42,8 @@ using StudyEta = std::function<double(double, double)>;
 class StudyJob {
  public:
   explicit StudyJob(Job& job);
-  // The exit status: 0, 3 (--expect_accuracy), 4 (--reproduce differs), 5 (stopped).
+  // The exit status: 0, 2 (runs of another job trained on other data files),
+  // 3 (--expect_accuracy), 4 (--reproduce differs), 5 (stopped).
   int run();
 
  private:
@@ -60,6 +61,8 @@ class StudyJob {
   DryRun dry_run() const;
   void prepare_folder();
   bool finished_elsewhere(std::size_t k) const;
+  // finished_elsewhere, and if so whether on other data files (noted in other_data_seen_).
+  bool done_elsewhere(std::size_t k);
   std::function<void()> heartbeat_of(std::size_t k);
   double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - study_start_).count(); }
   void train();
@@ -68,7 +71,7 @@ class StudyJob {
   void train_static();
   bool run_one(const Placement& pl, const StudyEta& study_eta, const std::function<void()>& heartbeat,
                const std::function<long long()>& claim = {});
-  int finish(bool stopped);
+  int finish(bool stopped, bool mixed);
 
   Job& job_;
   const JobOptions& g_;
@@ -86,6 +89,9 @@ class StudyJob {
   std::vector<int> procs_;    // per run to do
   bool dynamic_ = false;
   bool stopped_ = false;  // a run of this process stopped (stop.hpp)
+  // A run another job finished meanwhile on other data files (a first process
+  // of a group saw it): this process's groups take no more runs.
+  std::string other_data_seen_;
   std::vector<Placement> schedule_;
   std::vector<std::string> ids_;  // run ids in the schedule's order
   double makespan_ = 0, total_ = 0;  // estimated costs

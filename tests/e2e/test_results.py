@@ -226,7 +226,8 @@ class Results(TempFolderTest):
     def test_jobs_sharing_a_study_on_other_copies_of_the_data_are_told(self):
         # Two jobs started at once on one study, each with its own copy (node-local
         # scratch): a job refuses the study if the other's runs are complete when it
-        # starts, and says so at its end if they finished meanwhile.
+        # starts; one that sees them finish meanwhile fails (exit 2), at the latest
+        # at its end. A study left with runs of both copies is never a success.
         out = os.path.join(self.tmp, "two-copies")
         other = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "two-copies-fixtures"), 240, 50)
         jobs = [subprocess.Popen([EXE, "--data_dir", data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1",
@@ -234,12 +235,48 @@ class Results(TempFolderTest):
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for data in (self.data, other)]
         logs = [j.communicate(timeout=300) + (j.returncode,) for j in jobs]
-        refused = [e for _, e, rc in logs if rc == 2 and "were trained on other data files than those found now" in e]
-        warned = [o for o, _, rc in logs if rc == 0 and "run(s) of this study were trained on other data files than "
-                  "this job's (another job's copy, finished while this one ran)" in o]
-        self.assertTrue(refused or warned, logs)
         for _, err, rc in logs:
             self.assertIn(rc, (0, 2), err)
+        digests = set()
+        for name in os.listdir(os.path.join(out, "shared", "runs")):
+            if name.endswith(".h5"):
+                with h5py.File(os.path.join(out, "shared", "runs", name), "r") as f:
+                    digests.add(f["provenance"].attrs["dataset_checksums"])
+        refused = [e for _, e, rc in logs if rc == 2 and "were trained on other data files than those found now" in e]
+        told = [e for _, e, rc in logs if rc == 2 and "run(s) of this study were trained on other data files than "
+                "this job's (another job's copy, finished while this one ran)" in e]
+        self.assertTrue(refused or told, logs)
+        if len(digests) > 1:
+            self.assertTrue(told, logs)
+
+    def test_a_job_stops_taking_runs_once_another_finishes_one_on_other_files(self):
+        # Job B trains seed 2 alone on its copy; job A, started meanwhile on the
+        # whole study with another copy and slower runs, finds seed 2 finished on
+        # other files after its first run, and takes no more.
+        out = os.path.join(self.tmp, "midway")
+        slow = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "midway-fixtures"), 600, 50)
+        common = ["--dataset", "mnist", "--batch_size", "10", "--epochs", "20", "--threads", "1", "--output", out,
+                  "--name", "shared"]
+        b = subprocess.Popen([EXE, "--data_dir", self.data, "--seed", "2", *common], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        seen = ""
+        while "starting" not in seen:  # B holds its claim and trains: A's look finds nothing complete
+            line = b.stdout.readline()
+            self.assertTrue(line, "job B ended before starting its run")
+            seen += line
+        a = subprocess.run([EXE, "--data_dir", slow, "--seeds", "4", *common], capture_output=True, text=True,
+                           timeout=300)
+        b_out, b_err = b.communicate(timeout=300)
+        self.assertEqual(b.returncode, 0, b_err)
+        self.assertEqual(a.returncode, 2, a.stdout + a.stderr)
+        self.assertIn("This job stopped taking runs.", a.stderr)
+        self.assertIn("this job stopped taking runs (another job's runs were trained on other data files", a.stdout)
+        self.assertEqual(a.stdout.count(": starting"), 1, a.stdout)
+        runs = sorted(os.listdir(os.path.join(out, "shared", "runs")))
+        self.assertEqual(len([r for r in runs if r.endswith(".h5")]), 2, runs)
+        self.assertFalse([r for r in runs if ".claim" in r], runs)
+        with open(os.path.join(out, "shared", "log.txt")) as f:
+            self.assertIn("# error: ", f.read())
 
     def test_results_of_another_schema_are_refused(self):
         out = os.path.join(self.tmp, "schema")
