@@ -50,7 +50,7 @@ int StudyJob::run() {
   // All exit with 5, after the index is written: under srun --kill-on-bad-exit
   // the first to exit ends the others.
   session_.barrier();
-  return 5;
+  return status == 2 ? 2 : 5;  // a study pooling two copies' runs is not to be resumed as it is
 }
 
 // What a run file is now (0: none), to notice one that another job writes or
