@@ -226,7 +226,11 @@ bool StudyJob::finished_elsewhere(std::size_t k) const {
 }
 
 bool StudyJob::done_elsewhere(std::size_t k) {
-  if (!finished_elsewhere(k)) return false;
+  if (!finished_elsewhere(k)) {
+    passed_.insert(k);
+    return false;
+  }
+  passed_.erase(k);
   if (other_data_seen_.empty()) {
     const std::string file = (runs_dir_ / (ids_[k] + ".h5")).string();
     try {  // a file damaged meanwhile is the run's own business (it runs again), not a data mismatch
@@ -237,6 +241,10 @@ bool StudyJob::done_elsewhere(std::size_t k) {
     }
   }
   return true;
+}
+
+void StudyJob::look_at_passed() {
+  for (const std::size_t k : std::vector<std::size_t>(passed_.begin(), passed_.end())) done_elsewhere(k);
 }
 
 // Keeps the claim on schedule position k live while its run trains.
@@ -297,7 +305,9 @@ void StudyJob::take_runs(const Block& b, bool final_look) {
   (void)final_look;
 #endif
   for (;;) {
+    if (first) look_at_passed();
     long long j = !first || stopped_ || stop_requested() || !other_data_seen_.empty() ? -1 : size_queue.next();
+    if (j >= 0) passed_.erase(positions[std::size_t(j)]);
     if (j >= 0 && !other_data_seen_.empty()) {  // seen on the way to run j: it is not trained here
       queue_->release(positions[std::size_t(j)]);
       j = -1;
@@ -332,8 +342,11 @@ void StudyJob::train_static() {
       return at > 0 ? elapsed_s() * (1 - at) / at : 0.0;
     };
     const auto claim = [this, k] {
+      look_at_passed();
       if (stopped_ || stop_requested() || !other_data_seen_.empty()) return kStopping;
-      return queue_->take(k) ? kMine : kHeld;
+      if (!queue_->take(k)) return kHeld;
+      passed_.erase(k);
+      return kMine;
     };
     const bool ran = run_one(pl, eta, heartbeat_of(k), claim);
     if (ran && session_.rank() == pl.ranks.front()) queue_->release(k);

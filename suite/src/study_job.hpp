@@ -63,6 +63,9 @@ class StudyJob {
   bool finished_elsewhere(std::size_t k) const;
   // finished_elsewhere, and if so whether on other data files (noted in other_data_seen_).
   bool done_elsewhere(std::size_t k);
+  // done_elsewhere again for the runs passed while another group or job held
+  // them: one stat each, before this process takes its next run.
+  void look_at_passed();
   std::function<void()> heartbeat_of(std::size_t k);
   double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - study_start_).count(); }
   void train();
@@ -92,6 +95,7 @@ class StudyJob {
   // A run another job finished meanwhile on other data files (a first process
   // of a group saw it): this process's groups take no more runs.
   std::string other_data_seen_;
+  std::set<std::size_t> passed_;  // schedule positions found not finished, and not taken by this process
   std::vector<Placement> schedule_;
   std::vector<std::string> ids_;  // run ids in the schedule's order
   double makespan_ = 0, total_ = 0;  // estimated costs

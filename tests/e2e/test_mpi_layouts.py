@@ -408,6 +408,34 @@ class Layouts(TempFolderTest):
         r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
+    def test_groups_stop_taking_runs_once_another_job_finishes_one_on_other_files(self):
+        # Job B trains seed 2 alone on one copy; job A, 2 processes taking runs on
+        # another copy with slower runs, starts while B trains: each of A's groups,
+        # back for its next run, finds seed 2 finished on other files and stops.
+        out = os.path.join(self.tmp, "midway")
+        # B's run outlasts mpirun's start (A's look must find it unfinished); A's outlast B's.
+        data_b = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "midway-data-b"), 1600, 100)
+        slow = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "midway-data-a"), 4000, 100)
+        common = ["--dataset", "mnist", "--batch_size", "10", "--epochs", "10", "--threads", "1", "--output", out,
+                  "--name", "shared"]
+        b = subprocess.Popen([EXE, "--data_dir", data_b, "--seed", "2", *common], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=ENV)
+        seen = ""
+        while "starting" not in seen:
+            line = b.stdout.readline()
+            self.assertTrue(line, "job B ended before starting its run")
+            seen += line
+        a = subprocess.run([MPIEXEC, "-n", "2", "--oversubscribe", EXE, "--data_dir", slow, "--seeds", "6", *common],
+                           capture_output=True, text=True, env=ENV, timeout=600)
+        b_out, b_err = b.communicate(timeout=600)
+        self.assertEqual(b.returncode, 0, b_out + b_err)
+        self.assertNotEqual(a.returncode, 0, a.stdout)
+        self.assertIn("This job stopped taking runs.", a.stderr)
+        self.assertEqual(a.stdout.count(": starting"), 2, a.stdout)  # seeds 1 and 3, one per group
+        runs = os.listdir(os.path.join(out, "shared", "runs"))
+        self.assertEqual(len([r for r in runs if r.endswith(".h5")]), 3, runs)
+        self.assertFalse([r for r in runs if ".claim" in r], runs)
+
     def test_a_failing_rank_aborts_the_job_and_finished_runs_are_kept(self):
         out = os.path.join(self.tmp, "fail")
         env = dict(ENV, DPSTUDY_TEST_FAIL_AT="step:60", DPSTUDY_TEST_FAIL_RANK="1")

@@ -254,10 +254,13 @@ class Results(TempFolderTest):
         # whole study with another copy and slower runs, finds seed 2 finished on
         # other files after its first run, and takes no more.
         out = os.path.join(self.tmp, "midway")
-        slow = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "midway-fixtures"), 600, 50)
-        common = ["--dataset", "mnist", "--batch_size", "10", "--epochs", "20", "--threads", "1", "--output", out,
+        # B's run outlasts A's start, even on a busy machine (A's look must find it
+        # unfinished); A's runs outlast B's.
+        data_b = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "midway-fixtures-b"), 400, 50)
+        slow = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "midway-fixtures-a"), 1600, 50)
+        common = ["--dataset", "mnist", "--batch_size", "10", "--epochs", "30", "--threads", "1", "--output", out,
                   "--name", "shared"]
-        b = subprocess.Popen([EXE, "--data_dir", self.data, "--seed", "2", *common], stdout=subprocess.PIPE,
+        b = subprocess.Popen([EXE, "--data_dir", data_b, "--seed", "2", *common], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         seen = ""
         while "starting" not in seen:  # B holds its claim and trains: A's look finds nothing complete
