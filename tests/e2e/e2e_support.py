@@ -10,6 +10,18 @@ import unittest
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
+def start_until(cmd, marker, env=None):
+    """Starts `cmd` and returns its Popen once its stdout has printed a line holding `marker`."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = ""
+    while marker not in seen:
+        line = p.stdout.readline()
+        if not line:
+            raise AssertionError(f"{cmd[0]} ended before printing {marker!r}:\n{seen}{p.communicate()[1]}")
+        seen += line
+    return p
+
+
 def make_fixtures(data_tool, folder, train, test):
     """Small valid MNIST, Fashion-MNIST and CIFAR-10 files in `folder` (dpstudy-data make-fixtures); returns it."""
     subprocess.run([data_tool, "make-fixtures", folder, "--train", str(train), "--test", str(test)], check=True,

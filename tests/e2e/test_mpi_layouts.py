@@ -17,7 +17,7 @@ import unittest
 
 import h5py
 
-from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures, start_until
 from h5compare import assert_same_study
 
 EXE, DATA_TOOL, MPIEXEC = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -418,13 +418,8 @@ class Layouts(TempFolderTest):
         slow = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "midway-data-a"), 4000, 100)
         common = ["--dataset", "mnist", "--batch_size", "10", "--epochs", "10", "--threads", "1", "--output", out,
                   "--name", "shared"]
-        b = subprocess.Popen([EXE, "--data_dir", data_b, "--seed", "2", *common], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=ENV)
-        seen = ""
-        while "starting" not in seen:
-            line = b.stdout.readline()
-            self.assertTrue(line, "job B ended before starting its run")
-            seen += line
+        # B holds its claim and trains: A's look finds nothing complete.
+        b = start_until([EXE, "--data_dir", data_b, "--seed", "2", *common], "starting", env=ENV)
         a = subprocess.run([MPIEXEC, "-n", "2", "--oversubscribe", EXE, "--data_dir", slow, "--seeds", "6", *common],
                            capture_output=True, text=True, env=ENV, timeout=600)
         b_out, b_err = b.communicate(timeout=600)

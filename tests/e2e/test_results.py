@@ -13,7 +13,7 @@ import unittest
 
 import h5py
 
-from e2e_support import TempFolderTest, make_fixtures
+from e2e_support import TempFolderTest, make_fixtures, start_until
 import pandas as pd
 
 EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
@@ -260,16 +260,11 @@ class Results(TempFolderTest):
         slow = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "midway-fixtures-a"), 1600, 50)
         common = ["--dataset", "mnist", "--batch_size", "10", "--epochs", "30", "--threads", "1", "--output", out,
                   "--name", "shared"]
-        b = subprocess.Popen([EXE, "--data_dir", data_b, "--seed", "2", *common], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        seen = ""
-        while "starting" not in seen:  # B holds its claim and trains: A's look finds nothing complete
-            line = b.stdout.readline()
-            self.assertTrue(line, "job B ended before starting its run")
-            seen += line
+        # B holds its claim and trains: A's look finds nothing complete.
+        b = start_until([EXE, "--data_dir", data_b, "--seed", "2", *common], "starting")
         a = subprocess.run([EXE, "--data_dir", slow, "--seeds", "4", *common], capture_output=True, text=True,
                            timeout=300)
-        b_out, b_err = b.communicate(timeout=300)
+        _, b_err = b.communicate(timeout=300)
         self.assertEqual(b.returncode, 0, b_err)
         self.assertEqual(a.returncode, 2, a.stdout + a.stderr)
         self.assertIn("This job stopped taking runs.", a.stderr)
