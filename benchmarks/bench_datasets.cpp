@@ -5,6 +5,7 @@
 //
 //   build/benchmarks/dpstudy-bench-datasets [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>

@@ -112,6 +112,7 @@ std::vector<std::vector<std::int64_t>> assign_shards(std::int64_t n, const std::
   const bool pool = s.mode == OverlapMode::pool;
   if (s.granularity == Granularity::coarse) {
     const std::int64_t shared = pool ? std::llround(s.overlap * double(n)) : 0;
+    units.reserve(std::size_t(owners) + 1);
     if (shared > 0) units.push_back({0, shared});
     shared_units = shared > 0 ? 1 : 0;
     std::vector<Unit> parts;

@@ -186,8 +186,8 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
         // dataset with different digests were trained on different copies of it.
         const h5::Group provenance = root.open_group("provenance");
         if (provenance.has_attr("dataset_checksums")) {
-          const std::string files = provenance.get_string("dataset_checksums");
-          e.cells.push_back(Cell{"data_digest", 's', 0, 0, data_digest(files)});
+          const std::string checksums = provenance.get_string("dataset_checksums");
+          e.cells.push_back(Cell{"data_digest", 's', 0, 0, data_digest(checksums)});
         }
         e.id = root.get_string("run_id");
       } catch (const Error& err) {

@@ -83,7 +83,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
                     return
             except (OSError, ValueError, IndexError):
                 time.sleep(0.05)
-        raise RuntimeError(f"{name} did not write {pidfile}; see {self.path('log')}")
+        raise RuntimeError(f"{name} did not write {pidfile}{self.log_tail()}")
 
     def start(self):
         for d in ("munge", "state", "spool", "log"):
@@ -109,7 +109,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
             if out.stdout.strip() == "idle":
                 return self
             time.sleep(0.2)
-        raise RuntimeError(f"the node did not become idle: {out.stdout} {out.stderr}; see {self.path('log')}")
+        raise RuntimeError(f"the node did not become idle: {out.stdout} {out.stderr}{self.log_tail()}")
 
     def stop(self):
         for name in reversed(DAEMONS):

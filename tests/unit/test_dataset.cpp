@@ -56,7 +56,7 @@ TEST(DatasetNames, UnknownNamesAndSplitsAreUsageErrors) {
 }
 
 TEST(DatasetNormalize, PerChannelMeanAndStd) {
-  const DatasetSpec& cifar = dataset_spec("cifar10");
+  const DatasetSpec cifar = dataset_spec("cifar10");
   at::Tensor x = at::zeros({2, 3, 2, 2}, at::kByte);
   x.select(1, 1).fill_(255);
   const at::Tensor y = normalize_images(x, cifar);
