@@ -21,6 +21,29 @@
 #endif
 
 namespace dpstudy {
+namespace {
+
+// Asks the library that provides sgemm_ (already loaded: RTLD_NOLOAD) for its
+// version string, by each known library's own entry point.
+std::string blas_build(const char* library) {
+  void* handle = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
+  if (!handle) return "-";
+  std::string text = "-";
+  if (auto openblas = reinterpret_cast<const char* (*)()>(dlsym(handle, "openblas_get_config"))) {
+    if (const char* c = openblas()) text = c;
+  } else if (auto mkl = reinterpret_cast<void (*)(char*, int)>(dlsym(handle, "mkl_get_version_string"))) {
+    char buf[256] = {};
+    mkl(buf, int(sizeof buf));
+    text = buf;
+  } else if (auto blis = reinterpret_cast<const char* (*)()>(dlsym(handle, "bli_info_get_version_str"))) {
+    if (const char* c = blis()) text = std::string("BLIS ") + c;
+  }
+  dlclose(handle);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\n')) text.pop_back();
+  return text.empty() ? "-" : text;
+}
+
+}  // namespace
 
 BlasInfo blas_info() {
   // Ask the dynamic linker which library provides sgemm_, the routine LibTorch's
@@ -38,13 +61,19 @@ BlasInfo blas_info() {
   }
   char resolved[PATH_MAX];
   info.library = realpath(where.dli_fname, resolved) ? resolved : where.dli_fname;
+  info.build = blas_build(where.dli_fname);
   const std::string& l = info.library;
   auto has = [&l](const char* s) { return l.find(s) != std::string::npos; };
-  if (has("openblas")) {
-    info.kind = has("openmp") ? "OpenBLAS (OpenMP)" : has("pthread") ? "OpenBLAS (pthreads)" : "OpenBLAS";
-  } else if (has("mkl")) {
+  // The library's own version string first: Debian's OpenBLAS libblas.so.3 put
+  // first on LD_LIBRARY_PATH has no "openblas" in its path.
+  const std::string& b = info.build;
+  const bool openblas = b.rfind("OpenBLAS", 0) == 0 || (b == "-" && has("openblas"));
+  if (openblas) {
+    const bool openmp = b.find("USE_OPENMP") != std::string::npos || has("openmp");
+    info.kind = openmp ? "OpenBLAS (OpenMP)" : has("pthread") ? "OpenBLAS (pthreads)" : "OpenBLAS";
+  } else if (b.find("Math Kernel Library") != std::string::npos || has("mkl")) {
     info.kind = "MKL";
-  } else if (has("blis")) {
+  } else if (b.rfind("BLIS", 0) == 0 || has("blis")) {
     info.kind = "BLIS";
   } else if (has("torch")) {
     info.kind = "built into LibTorch";
@@ -58,6 +87,8 @@ BlasInfo blas_info() {
 }
 
 std::string torch_version() { return TORCH_VERSION; }
+
+std::string software_stack() { return "LibTorch " + torch_version() + ", " + blas_info().build; }
 
 std::string installed_share_dir() {
   char exe[PATH_MAX];

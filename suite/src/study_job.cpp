@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
+#include "dpstudy/runtime_info.hpp"
 #include "dpstudy/stop.hpp"
 
 namespace fs = std::filesystem;
@@ -78,6 +80,7 @@ void StudyJob::look() {
     if (fs::is_directory(runs_dir_, ec)) check_results_schema(job_.request.study_dir);
     double rate_sum = 0;
     std::vector<std::string> on_other_files;  // complete runs trained on other files: "file: differences"
+    std::map<std::string, std::size_t> other_stacks;  // complete runs made with another LibTorch or BLAS
     for (std::size_t i = 0; i < plan_.size(); ++i) {
       const std::string file = (runs_dir_ / (plan_[i].id + ".h5")).string();
       state_[i] = std::int64_t(inspect_run_file(file, &why_[i]));
@@ -88,6 +91,7 @@ void StudyJob::look() {
         if (std::string differ = other_data(plan_[i], file, f); !differ.empty()) {
           on_other_files.push_back(std::move(differ));
         }
+        if (std::string stack = other_stack(f); !stack.empty()) ++other_stacks[stack];
       }
       if (state_[i] != std::int64_t(RunFileState::missing)) planned_stamp_[i] = stamp(plan_[i].id);
       if (const auto rest = to_run(i) ? cost_left(i) : std::nullopt) {
@@ -96,6 +100,18 @@ void StudyJob::look() {
       }
     }
     if (complete_ > 0) measured_rate_ = rate_sum / double(complete_);
+    // Not refused: such runs answer the same question, but their bits are another stack's.
+    if (!other_stacks.empty()) {
+      std::size_t n = 0;
+      for (const auto& kv : other_stacks) n += kv.second;
+      const auto most = std::max_element(other_stacks.begin(), other_stacks.end(),
+                                         [](const auto& a, const auto& b) { return a.second < b.second; });
+      stack_note_ = "# warning: " + std::to_string(n) + " of the " + std::to_string(complete_) +
+                    " complete runs were made with another LibTorch or BLAS build (" + most->first +
+                    (other_stacks.size() > 1 ? ", and others" : "") + ") than this process's (" + software_stack() +
+                    "): runs trained now will not reproduce theirs bit for bit, and the study pools both "
+                    "(docs/studies.md#reproducing-a-run)";
+    }
     // The runs trained now would be pooled with these in the study's results.
     if (!on_other_files.empty() && !g_.force) {
       throw UsageError(std::to_string(on_other_files.size()) + " complete run(s) of this study were trained on other "
@@ -117,6 +133,16 @@ std::string StudyJob::other_data(const PlannedRun& run, const std::string& file,
   if (data == job_.data.end() || !prov.has_attr("dataset_checksums")) return "";
   const std::string differ = checksum_differences(prov.get_string("dataset_checksums"), data->second.checksums());
   return differ.empty() ? "" : file + ": " + differ;
+}
+
+std::string StudyJob::other_stack(const h5::File& f) const {
+  const h5::Group prov = f.root().open_group("provenance");
+  const auto item = [&prov](const char* key) { return prov.has_attr(key) ? prov.get_string(key) : std::string("-"); };
+  const std::string torch = item("libtorch"), blas = item("blas_build");
+  static const std::string torch_here = torch_version(), blas_here = blas_info().build;
+  // Files from before blas_build was recorded are judged by LibTorch alone.
+  const bool differ = (torch != "-" && torch != torch_here) || (blas != "-" && blas_here != "-" && blas != blas_here);
+  return differ ? "LibTorch " + torch + ", " + blas : "";
 }
 
 // What run i has left to compute after the step of its complete set of
@@ -179,6 +205,7 @@ DryRun StudyJob::dry_run() const {
   d.threads = g_.threads;
   d.processes = session_.size();
   d.data_notes = job_.data_notes;
+  if (!stack_note_.empty()) d.data_notes.push_back(stack_note_);
   d.resumable = resumable_;
   d.procs = procs_;
   d.schedule = schedule_;
@@ -214,6 +241,7 @@ void StudyJob::prepare_folder() {
               std::to_string(session_.size()) + " process(es)");
     for (const auto& note : job_.plan.notes) out_.line(note, 0);
     for (const auto& note : job_.data_notes) out_.line(note);  // information: not under --quiet
+    if (!stack_note_.empty()) out_.line(stack_note_, 0);
     if (!g_.quiet) print_header(job_.prog, g_.parallel);
   }
 }

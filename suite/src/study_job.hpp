@@ -56,6 +56,9 @@ class StudyJob {
   // "file: the data files that differ" when `run`'s complete file (open as `f`) was
   // trained on other files than this job's; "" when the same, or either is unknown.
   std::string other_data(const PlannedRun& run, const std::string& file, const h5::File& f) const;
+  // "LibTorch 1.13.0, OpenBLAS 0.3.21 ... Cooperlake ..." when the complete run file `f` was
+  // made with another LibTorch or BLAS build than this process's; "" when the same or unknown.
+  std::string other_stack(const h5::File& f) const;
   std::optional<std::int64_t> cost_left(std::size_t i) const;
   void make_schedule();
   DryRun dry_run() const;
@@ -95,6 +98,8 @@ class StudyJob {
   // A run another job finished meanwhile on other data files (a first process
   // of a group saw it): this process's groups take no more runs.
   std::string other_data_seen_;
+  // "# warning: ..." when complete runs came from another LibTorch or BLAS (lead process).
+  std::string stack_note_;
   std::set<std::size_t> passed_;  // schedule positions found not finished, and not taken by this process
   std::vector<Placement> schedule_;
   std::vector<std::string> ids_;  // run ids in the schedule's order

@@ -62,6 +62,7 @@ KeyValues provenance(const Job& job, const TrainingData& data, int processes, co
           {"mpi_library", mpi_library_version()},
           {"hdf5", h5::library_version()},
           {"blas", blas.kind + " " + blas.library},
+          {"blas_build", blas.build},
           {"hostname", host_name()},
           {"processes", std::int64_t(processes)},
           {"threads", std::int64_t(trainer.threads())},

@@ -4,6 +4,7 @@ and every kind of bad study input.
 
 usage: test_results.py WORKLOAD_EXE DPSTUDY_DATA
 """
+import glob
 import os
 import re
 import shutil
@@ -80,6 +81,8 @@ class Results(TempFolderTest):
                         "threads", "command_line", "dataset_checksums"):
                 self.assertIn(key, run["provenance"].attrs)
             self.assertIn("sha256=", run["provenance"].attrs["dataset_checksums"])
+            if "OpenBLAS" in run["provenance"].attrs["blas"]:  # its version and the kernels this CPU got
+                self.assertRegex(run["provenance"].attrs["blas_build"], r"^OpenBLAS \d+\.\d+\.\d+ .*[A-Za-z]")
             self.assertEqual(run["summary"].attrs["status"], "completed")
             path = os.path.join(folder, "runs", run_id + ".h5")
         for file in (os.path.join(folder, "index.h5"), path):
@@ -222,6 +225,32 @@ class Results(TempFolderTest):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"checkpoint unusable \(\S+\.ckpt\.h5: was made on other data files: "
                                    r"mnist/t10k-images-idx3-ubyte \(sha256=.*\); starting over")
+
+    def test_a_study_resumed_with_another_libtorch_or_blas_is_warned_of(self):
+        # Runs of another stack (an upgraded Spack environment, another node type's
+        # BLAS kernels) answer the same question but do not share bits: warned, not refused.
+        out = os.path.join(self.tmp, "other-stack")
+        self.assertEqual(self.run_study("--workers", "1,2", "--quiet", output=out).returncode, 0)
+        r = self.run_study("--workers", "1,2,4", "--dry_run", output=out)
+        self.assertNotIn("# warning", r.stdout)  # the same build: nothing to say
+        runs = sorted(glob.glob(os.path.join(out, "mlp-mnist", "runs", "*.h5")))
+        with h5py.File(runs[0], "r+") as f:  # as if made by an older LibTorch
+            f["provenance"].attrs["libtorch"] = "1.0.0"
+        with h5py.File(runs[1], "r+") as f:  # as if made on a node whose OpenBLAS chose other kernels
+            build = f["provenance"].attrs["blas_build"]
+            if build == "-":
+                self.skipTest("this BLAS has no version string")
+            f["provenance"].attrs["blas_build"] = build + " (elsewhere)"
+        warning = (r"# warning: 2 of the 2 complete runs were made with another LibTorch or BLAS build \(LibTorch "
+                   r"(1\.0\.0, |.*\(elsewhere\), and others).*\) than this process's \(LibTorch [0-9.]+, .*\): runs "
+                   r"trained now will not reproduce theirs bit for bit")
+        r = self.run_study("--workers", "1,2,4", "--dry_run", output=out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, warning)
+        r = self.run_study("--workers", "1,2,4", "--quiet", output=out)  # shown under --quiet too, then trained
+        self.assertEqual((r.returncode, len(os.listdir(os.path.join(out, "mlp-mnist", "runs")))), (0, 3),
+                         r.stdout + r.stderr)
+        self.assertRegex(r.stdout, warning)
 
     def test_jobs_sharing_a_study_on_other_copies_of_the_data_are_told(self):
         # Two jobs started at once on one study, each with its own copy (node-local

@@ -45,7 +45,7 @@ void print_header() {
               b.build_type.c_str(), b.compiler.c_str());
   std::printf("# LibTorch %s, %s, intra-op threads %d\n", torch_version().c_str(),
               mpi_library_version().c_str(), at::get_num_threads());
-  std::printf("# BLAS: %s, %s\n", blas.kind.c_str(), blas.library.c_str());
+  std::printf("# BLAS: %s, %s (%s)\n", blas.kind.c_str(), blas.library.c_str(), blas.build.c_str());
   if (blas.slow) {
     std::printf("# WARNING: the reference BLAS is active; training runs about 15x slower. "
                 "Install libopenblas0-openmp (tools/install-deps does).\n");

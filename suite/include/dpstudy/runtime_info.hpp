@@ -11,12 +11,19 @@ namespace dpstudy {
 struct BlasInfo {
   std::string library;  // path of the mapped BLAS library, or a description
   std::string kind;     // "OpenBLAS (openmp)", "reference BLAS", "MKL", ...
+  // The library's own words on its version and build, where it has them: OpenBLAS's
+  // "OpenBLAS 0.3.21 ... Cooperlake MAX_THREADS=64" names the kernels this CPU got,
+  // which decide a product's bits as much as the version does. "-" where unknown.
+  std::string build = "-";
   bool slow = false;    // true for the reference BLAS (about 15x slower training)
 };
 
 // Looks at the libraries mapped into this process (/proc/self/maps).
 BlasInfo blas_info();
 std::string torch_version();
+// "LibTorch 2.6.0, OpenBLAS 0.3.29 ... Cooperlake ...": what decides a run's bits besides
+// dpstudy and the config, in the words of run files' provenance (libtorch, blas_build).
+std::string software_stack();
 // <prefix>/share/dpstudy for the running executable (<prefix>/bin/...), found
 // from /proc/self/exe so that an installed tree can be moved; "" if not there.
 std::string installed_share_dir();
