@@ -189,6 +189,10 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
           const std::string checksums = provenance.get_string("dataset_checksums");
           e.cells.push_back(Cell{"data_digest", 's', 0, 0, data_digest(checksums)});
         }
+        // What decides the bits besides the config (docs/studies.md#reproducing-a-run).
+        for (const char* key : {"libtorch", "blas_build"}) {
+          if (provenance.has_attr(key)) e.cells.push_back(Cell{key, 's', 0, 0, provenance.get_string(key)});
+        }
         e.id = root.get_string("run_id");
       } catch (const Error& err) {
         e.complete = false;

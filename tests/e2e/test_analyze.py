@@ -7,6 +7,7 @@ is not a study).
 usage: test_analyze.py ANALYZE WORKLOAD_EXE DPSTUDY_DATA
 """
 import csv
+import glob
 import io
 import json
 import os
@@ -380,6 +381,38 @@ class Analyze(TempFolderTest):
         self.assertIn("data_digest", out)
         self.assertNotIn("warning", out)
         self.assertNotIn("warning", self.analyze("summary", self.periods, elsewhere, "--where", f"data_digest={here}"))
+
+    def test_runs_of_another_libtorch_are_named(self):
+        # A copy of "periods" one of whose runs an older LibTorch made (as after a
+        # Spack upgrade midway): the index's libtorch column, from each run's provenance.
+        folder = os.path.join(self.tmp, "upgraded", "periods")
+        shutil.copytree(self.periods, folder)
+        runs = sorted(glob.glob(os.path.join(folder, "runs", "*.h5")))
+        with h5py.File(runs[0], "r+") as f:
+            f["provenance"].attrs["libtorch"] = "1.0.0"
+        # The study again (all complete) rewrites its index from the run files.
+        subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--epochs", "1", "--output",
+                        os.path.dirname(folder), "--quiet", "--workers", "2", "--eval_every", "2", "--name", "periods",
+                        "--batch_size", "10", "--sync_period", "1,never", "--seeds", "2"],
+                       check=True, stdout=subprocess.DEVNULL)
+        with h5py.File(os.path.join(folder, "index.h5"), "r") as f:
+            versions = sorted(v.decode() for v in f["index/libtorch"][()])
+            self.assertTrue(all(b.decode() for b in f["index/blas_build"][()]))
+        self.assertEqual(len(versions), 4)
+        self.assertEqual(versions[0], "1.0.0")
+        self.assertEqual(len(set(versions[1:])), 1)
+        # A group that mixes them is warned of; runs lists which run was made with which.
+        warning = (r"warning: the runs read were made with 2 LibTorch or BLAS builds \(LibTorch 1\.0\.0, .*: "
+                   r"1 run\(s\); LibTorch " + re.escape(versions[1]) + r", .*: 3 run\(s\)\): a group that mixes "
+                   r"them pools runs that do not reproduce each other bit for bit")
+        self.assertRegex(self.analyze("summary", folder, "--by", "sync_period"), warning)
+        rows = list(csv.DictReader(io.StringIO(self.analyze("runs", folder, "--format", "csv")
+                                               .split("dpstudy-analyze: warning")[0])))
+        self.assertEqual(sorted(row["libtorch"] for row in rows), versions)
+        # Kept apart, or no group mixing them (one run per seed and period): no warning.
+        self.assertNotIn("warning", self.analyze("summary", folder, "--by", "libtorch"))
+        self.assertNotIn("warning", self.analyze("runs", folder, "--where", "libtorch!=1.0.0"))
+        self.assertNotIn("warning", self.analyze("summary", folder, "--by", "sync_period,seed"))
 
     def test_series_metric_curves_power_and_steps(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",

@@ -35,6 +35,12 @@ Runs load_studies(const std::vector<std::string>& dirs);
 // of its files (the index's data_digest): they differ in their data as well as in their keys.
 // None when the output is grouped by data_digest (one of `grouped_by`).
 void warn_of_data_digests(Runs& r, const std::vector<std::string>& grouped_by);
+// Adds a warning when a group of the output (the runs kept with one value of each of
+// `grouped_by`) mixes runs of more than one LibTorch or BLAS build (the index's libtorch
+// and blas_build): samples of one question, not of one set of bits.
+void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by);
+// "libtorch" and "blas_build" where they take several values among the runs.
+std::vector<std::string> varying_stack_keys(const Runs& r);
 
 // Keeps the runs matching every "key=value" (numbers compare as numbers).
 void apply_where(Runs& r, const std::vector<std::string>& where);

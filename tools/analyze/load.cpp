@@ -178,4 +178,40 @@ void warn_of_data_digests(Runs& r, const std::vector<std::string>& grouped_by) {
   }
 }
 
+std::vector<std::string> varying_stack_keys(const Runs& r) {
+  std::vector<std::string> out;
+  for (const char* key : {"libtorch", "blas_build"}) {
+    std::set<std::string> values;
+    for (const Run& run : r.runs) values.insert(run.text(key).value_or(""));
+    if (values.size() > 1) out.push_back(key);
+  }
+  return out;
+}
+
+void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
+  const std::vector<std::string> varying = varying_stack_keys(r);
+  if (varying.empty()) return;
+  std::map<std::string, int> stacks;                              // "LibTorch V, BLAS B" -> runs
+  std::map<std::vector<std::string>, std::set<std::string>> mixed;  // a group's values of grouped_by -> its stacks
+  for (const Run& run : r.runs) {
+    const auto named = [](const std::optional<std::string>& v) { return v && !v->empty() ? *v : "not recorded"; };
+    const std::string stack = "LibTorch " + named(run.text("libtorch")) + ", " + named(run.text("blas_build"));
+    ++stacks[stack];
+    std::vector<std::string> group;
+    for (const std::string& k : grouped_by) group.push_back(k.empty() ? "" : run.text(k).value_or(""));
+    mixed[group].insert(stack);
+  }
+  // Two folders of two machines compared by study_dir, say, mix nothing.
+  if (std::none_of(mixed.begin(), mixed.end(), [](const auto& g) { return g.second.size() > 1; })) return;
+  std::string list;
+  for (const auto& [stack, n] : stacks) {
+    list += (list.empty() ? "" : "; ") + stack + ": " + std::to_string(n) + " run(s)";
+  }
+  const std::string& key = varying.front();
+  r.warnings.push_back("the runs read were made with " + std::to_string(stacks.size()) + " LibTorch or BLAS builds (" +
+                       list + "): a group that mixes them pools runs that do not reproduce each other bit for bit "
+                       "(docs/studies.md#reproducing-a-run). Compare by it (--factor " + key + ", --by " + key +
+                       ") or keep one (--where " + key + "=...)");
+}
+
 }  // namespace dpstudy::analyze

@@ -163,6 +163,7 @@ int main(int argc, char** argv) {
     for (const auto* keys : {&o.within, &o.factors}) grouped_by.insert(grouped_by.end(), keys->begin(), keys->end());
     grouped_by.push_back(o.factor);
     warn_of_data_digests(r, grouped_by);
+    warn_of_stacks(r, grouped_by);
     warn();
     // A factor of one level (a key the study did not sweep, or --where kept one) compares nothing.
     if ((o.command == "compare" || o.command == "power") && !o.factor.empty()) require_levels(r, {o.factor}, "--factor");

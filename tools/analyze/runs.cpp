@@ -15,6 +15,10 @@ std::vector<Table> runs(const Runs& r, const Options& o) {
   std::set<std::string> digests;
   for (const Run& run : r.runs) digests.insert(run.text("data_digest").value_or(""));
   if (o.by.empty() && digests.size() > 1) keys.insert(keys.begin(), "data_digest");
+  if (o.by.empty()) {  // and runs of several LibTorch or BLAS builds by those (warn_of_stacks)
+    const std::vector<std::string> stack = varying_stack_keys(r);
+    keys.insert(keys.begin(), stack.begin(), stack.end());
+  }
   if (const auto seed = std::find(keys.begin(), keys.end(), "seed"); o.by.empty() && seed != keys.end()) {
     std::rotate(seed, seed + 1, keys.end());  // the replicates last
   }
