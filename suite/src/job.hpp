@@ -90,7 +90,12 @@ struct Plan {
   std::vector<std::string> notes;  // "# warning: ..." lines: exclude rules that drop nothing
 };
 
+// The most combinations (axes x trials, before exclude rules) a study may have: planning
+// them takes about 30 s here, far beyond the largest study shipped (4,000 runs).
+inline constexpr std::size_t kMaxRunsPerStudy = 200000;
+
 // Every combination resolved now: bad values are reported before anything runs.
+// UsageError beyond kMaxRunsPerStudy combinations.
 Plan plan_runs(const Request& request, const Workload& workload);
 
 // "key=value ..." of the swept keys, "-" when none is.

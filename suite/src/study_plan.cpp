@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -137,6 +138,22 @@ std::vector<std::string> inert_key_notes(const std::vector<PlannedRun>& runs) {
 }  // namespace
 
 Plan plan_runs(const Request& request, const Workload& workload) {
+  // Every combination is held in memory before the exclude rules drop any: a slip such as
+  // `seeds = 65537` for 5, or four axes of a hundred values, would take minutes or all of it.
+  double combinations = double(std::max<std::size_t>(request.trials.size(), 1));
+  std::string sizes;
+  for (const auto& [key, values] : request.axes) {
+    combinations *= double(values.size());
+    if (values.size() > 1) sizes += (sizes.empty() ? "" : " x ") + key + " " + std::to_string(values.size());
+  }
+  if (request.trials.size() > 1) sizes += (sizes.empty() ? "" : " x ") + std::to_string(request.trials.size()) + " trials";
+  if (combinations > double(kMaxRunsPerStudy)) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.0f", combinations);
+    throw UsageError("the study has " + std::string(count) + " combinations (" + sizes + "), more than the " +
+                     std::to_string(kMaxRunsPerStudy) + " runs one study may plan (before exclude rules): split it "
+                     "into several studies (each its own --name, with part of an axis), or check the axes for a slip");
+  }
   Plan plan;
   std::set<std::string> planned_ids;  // combinations that resolve to one config run once
   std::vector<std::string> invalid;
