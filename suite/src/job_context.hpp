@@ -38,6 +38,7 @@ struct Session {
   void barrier() const {}
   void broadcast(std::vector<std::int64_t>&) const {}
   double max(double value) const { return value; }
+  std::vector<std::string> all_gather(const std::string& text) const { return {text}; }
 };
 #endif
 

@@ -114,6 +114,21 @@ double Session::max(double value) const {
   return out;
 }
 
+std::vector<std::string> Session::all_gather(const std::string& text) const {
+  if (!active_) return {text};
+  const auto procs = std::size_t(size_);
+  const int n = int(text.size());
+  std::vector<int> sizes(procs, 0), offsets(procs, 0);
+  check(MPI_Allgather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+  for (std::size_t r = 1; r < procs; ++r) offsets[r] = offsets[r - 1] + sizes[r - 1];
+  std::string all(std::size_t(offsets[procs - 1] + sizes[procs - 1]), '\0');
+  check(MPI_Allgatherv(text.data(), n, MPI_CHAR, all.data(), sizes.data(), offsets.data(), MPI_CHAR, MPI_COMM_WORLD),
+        "MPI_Allgatherv");
+  std::vector<std::string> out;
+  for (std::size_t r = 0; r < procs; ++r) out.push_back(all.substr(std::size_t(offsets[r]), std::size_t(sizes[r])));
+  return out;
+}
+
 RunGroup::RunGroup(const std::vector<int>& ranks, int tag) {
   MPI_Group world, group;
   check(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");

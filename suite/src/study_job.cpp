@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <cstdio>
 
 #include "dpstudy/error.hpp"
@@ -35,6 +36,7 @@ StudyJob::StudyJob(Job& job)
       out_(g_.quiet ? 0 : g_.verbose ? 2 : 1) {}
 
 int StudyJob::run() {
+  gather_places();
   look();
   make_schedule();
   if (g_.dry_run) {
@@ -64,6 +66,49 @@ std::int64_t StudyJob::stamp(const std::string& id) const {
                            std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
                            std::to_string(st.st_size);
   return std::int64_t(std::hash<std::string>()(text) | 1);  // never 0
+}
+
+void StudyJob::gather_places() {
+  const std::string mine = (session_.active() ? session_.host() : host_name()) + '\t' + blas_info().build;
+  for (const std::string& t : session_.all_gather(mine)) {
+    const auto tab = t.find('\t');
+    hosts_.push_back(t.substr(0, tab));
+    blas_builds_.push_back(t.substr(tab + 1));
+  }
+  std::map<std::string, std::vector<int>> by_build;
+  for (std::size_t r = 0; r < blas_builds_.size(); ++r) by_build[blas_builds_[r]].push_back(int(r));
+  if (by_build.size() < 2) return;
+  // OpenBLAS picks its kernels by CPU: nodes of two kinds compute a product with other bits.
+  std::string list;
+  for (const auto& [build, ranks] : by_build) {
+    std::string r;
+    for (std::size_t i = 0; i < ranks.size() && i < 4; ++i) r += (i ? ", " : "") + std::to_string(ranks[i]);
+    if (ranks.size() > 4) r += ", ... (" + std::to_string(ranks.size()) + " processes)";
+    list += (list.empty() ? "" : "; ") + std::string(ranks.size() > 1 ? "ranks " : "rank ") + r + " on " +
+            hosts_of(ranks) + ": " + build;
+  }
+  places_note_ = "# warning: the job's processes call " + std::to_string(by_build.size()) + " BLAS builds (" + list +
+                 "): a run on processes of two builds does not give the bits of one process, and a run's bits "
+                 "depend on where it is placed (docs/mpi.md)";
+}
+
+std::string StudyJob::hosts_of(const std::vector<int>& ranks) const {
+  std::string out;
+  std::set<std::string> seen;
+  for (const int r : ranks) {
+    if (seen.insert(hosts_[std::size_t(r)]).second) out += (out.empty() ? "" : ",") + hosts_[std::size_t(r)];
+  }
+  return out;
+}
+
+std::string StudyJob::blas_build_of(const std::vector<int>& ranks) const {
+  std::string out;
+  std::set<std::string> seen;
+  for (const int r : ranks) {
+    const std::string& b = blas_builds_[std::size_t(r)];
+    if (seen.insert(b).second) out += (out.empty() ? "" : " | ") + b;
+  }
+  return out;
 }
 
 // Rank 0 looks at what is there, once per run file that exists (no stat per
@@ -206,6 +251,7 @@ DryRun StudyJob::dry_run() const {
   d.processes = session_.size();
   d.data_notes = job_.data_notes;
   if (!stack_note_.empty()) d.data_notes.push_back(stack_note_);
+  if (!places_note_.empty()) d.data_notes.push_back(places_note_);
   d.resumable = resumable_;
   d.procs = procs_;
   d.schedule = schedule_;
@@ -242,6 +288,7 @@ void StudyJob::prepare_folder() {
     for (const auto& note : job_.plan.notes) out_.line(note, 0);
     for (const auto& note : job_.data_notes) out_.line(note);  // information: not under --quiet
     if (!stack_note_.empty()) out_.line(stack_note_, 0);
+    if (!places_note_.empty()) out_.line(places_note_, 0);
     if (!g_.quiet) print_header(job_.prog, g_.parallel);
   }
 }

@@ -53,6 +53,12 @@ class StudyJob {
   bool to_run(std::size_t i) const { return g_.force || state_[i] != std::int64_t(RunFileState::complete); }
   std::int64_t stamp(const std::string& id) const;
   void look();
+  // Each process's host and BLAS build (hosts_, blas_builds_), and a warning when the
+  // builds differ (a mixed partition): collective.
+  void gather_places();
+  // The distinct hosts, and BLAS builds (" | " between them), of `ranks`, for provenance.
+  std::string hosts_of(const std::vector<int>& ranks) const;
+  std::string blas_build_of(const std::vector<int>& ranks) const;
   // "file: the data files that differ" when `run`'s complete file (open as `f`) was
   // trained on other files than this job's; "" when the same, or either is unknown.
   std::string other_data(const PlannedRun& run, const std::string& file, const h5::File& f) const;
@@ -100,6 +106,8 @@ class StudyJob {
   std::string other_data_seen_;
   // "# warning: ..." when complete runs came from another LibTorch or BLAS (lead process).
   std::string stack_note_;
+  std::vector<std::string> hosts_, blas_builds_;  // by world rank
+  std::string places_note_;  // "# warning: ..." when the job's processes call different BLAS builds
   std::set<std::size_t> passed_;  // schedule positions found not finished, and not taken by this process
   std::vector<Placement> schedule_;
   std::vector<std::string> ids_;  // run ids in the schedule's order

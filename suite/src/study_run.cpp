@@ -49,7 +49,9 @@ class StudyProgress : public ProgressSink {
   double interval_, last_ = -1e9;
 };
 
-KeyValues provenance(const Job& job, const TrainingData& data, int processes, const Trainer& trainer) {
+// `hosts` and `blas_build`: those of the run's processes (StudyJob::hosts_of, blas_build_of).
+KeyValues provenance(const Job& job, const TrainingData& data, int processes, const Trainer& trainer,
+                     const std::string& hosts, const std::string& blas_build) {
   const BuildInfo b = build_info();
   std::string command;
   for (int i = 0; i < job.argc; ++i) command += (i ? " " : "") + std::string(job.argv[i]);
@@ -62,8 +64,9 @@ KeyValues provenance(const Job& job, const TrainingData& data, int processes, co
           {"mpi_library", mpi_library_version()},
           {"hdf5", h5::library_version()},
           {"blas", blas.kind + " " + blas.library},
-          {"blas_build", blas.build},
+          {"blas_build", blas_build},
           {"hostname", host_name()},
+          {"hosts", hosts},
           {"processes", std::int64_t(processes)},
           {"threads", std::int64_t(trainer.threads())},
           {"parallel", to_string(trainer.parallelism())},
@@ -166,7 +169,7 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   }
   if (leader) {
     const auto io0 = Clock::now();
-    rec.provenance = provenance(job_, d, nprocs, *trainer);
+    rec.provenance = provenance(job_, d, nprocs, *trainer, hosts_of(pl.ranks), blas_build_of(pl.ranks));
     write_run_file(file, rec);
     checkpoints_.remove(p.id, nprocs);
     const RunSummary& sm = rec.result.summary;

@@ -9,6 +9,7 @@ finished run.
 
 usage: test_mpi_layouts.py WORKLOAD_EXE DPSTUDY_DATA MPIEXEC
 """
+import glob
 import os
 import subprocess
 import sys
@@ -407,6 +408,37 @@ class Layouts(TempFolderTest):
         cmd[cmd.index(other)] = self.data
         r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_processes_of_two_blas_builds_are_warned_of_and_recorded(self):
+        # Nodes of two kinds in one allocation: OpenBLAS picks other kernels on each, as it
+        # does here for rank 1 told to take the SSE3 (Prescott) ones.
+        out = os.path.join(self.tmp, "two-builds")
+        rank = '"${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"'
+        cmd = [MPIEXEC, "-n", "2", "sh", "-c", f'if [ {rank} = 1 ]; then export OPENBLAS_CORETYPE=Prescott; fi; '
+               'exec "$@"', "sh", EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10",
+               "--epochs", "1", "--output", out, "--name", "s", "--threads", "1", "--workers", "2",
+               "--procs_per_run", "2", "--quiet"]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        (run,) = glob.glob(os.path.join(out, "s", "runs", "*.h5"))
+        with h5py.File(run, "r") as f:
+            prov = f["provenance"].attrs
+            blas, build, host = prov["blas"], prov["blas_build"], prov["hostname"]
+            self.assertEqual(prov["hosts"], host)  # both processes on this machine
+        if not build.startswith("OpenBLAS"):
+            self.skipTest(f"not OpenBLAS ({blas}): OPENBLAS_CORETYPE changes nothing")
+        # The run's file names both builds; the job said so before training.
+        self.assertRegex(build, r"^OpenBLAS .* \| OpenBLAS .* Prescott ")
+        self.assertRegex(r.stdout, r"# warning: the job's processes call 2 BLAS builds \(rank 0 on \S+: OpenBLAS .*; "
+                                   r"rank 1 on \S+: OpenBLAS .*Prescott.*\): a run on processes of two builds does "
+                                   r"not give the bits of one process")
+        # One build on both: nothing to say, and the file names one.
+        r = self.study(os.path.join(self.tmp, "one-build"), 2, "--workers", "2", "--procs_per_run", "2")
+        self.assertEqual(r[0].returncode, 0, r[0].stdout + r[0].stderr)
+        self.assertNotIn("BLAS builds", r[0].stdout)
+        (run,) = glob.glob(os.path.join(self.tmp, "one-build", "s", "runs", "*.h5"))
+        with h5py.File(run, "r") as f:
+            self.assertNotIn("|", f["provenance"].attrs["blas_build"])
 
     def test_groups_stop_taking_runs_once_another_job_finishes_one_on_other_files(self):
         # Job B trains seed 2 alone on one copy; job A, 2 processes taking runs on

@@ -77,7 +77,7 @@ class Results(TempFolderTest):
             self.assertEqual(run["train"]["loss"].attrs["units"], "nats")
             self.assertIn("study_text", run["config"].attrs)
             self.assertIn("name = readable", run["config"].attrs["study_text"])
-            for key in ("dpstudy_version", "git_commit", "libtorch", "hdf5", "mpi_library", "hostname",
+            for key in ("dpstudy_version", "git_commit", "libtorch", "hdf5", "mpi_library", "hostname", "hosts",
                         "threads", "command_line", "dataset_checksums"):
                 self.assertIn(key, run["provenance"].attrs)
             self.assertIn("sha256=", run["provenance"].attrs["dataset_checksums"])

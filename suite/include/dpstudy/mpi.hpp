@@ -45,6 +45,8 @@ class Session {
   void broadcast(std::vector<std::int64_t>& values) const;
   // The largest of the values the processes pass (MPI_MAX over the world).
   double max(double value) const;
+  // Every process's `text`, by world rank, on every process.
+  std::vector<std::string> all_gather(const std::string& text) const;
 
  private:
   bool active_ = false;
