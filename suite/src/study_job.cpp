@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
-#include <cstdio>
 
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
@@ -187,7 +187,7 @@ std::string StudyJob::other_stack(const h5::File& f) const {
   static const std::string torch_here = torch_version(), blas_here = blas_info().build;
   // Files from before blas_build was recorded are judged by LibTorch alone.
   const bool differ = (torch != "-" && torch != torch_here) || (blas != "-" && blas_here != "-" && blas != blas_here);
-  return differ ? "LibTorch " + torch + ", " + blas : "";
+  return differ ? "LibTorch " + torch + (blas == "-" ? "" : ", " + blas) : "";
 }
 
 // What run i has left to compute after the step of its complete set of

@@ -391,10 +391,10 @@ class Analyze(TempFolderTest):
         with h5py.File(runs[0], "r+") as f:
             f["provenance"].attrs["libtorch"] = "1.0.0"
         # The study again (all complete) rewrites its index from the run files.
-        subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--epochs", "1", "--output",
-                        os.path.dirname(folder), "--quiet", "--workers", "2", "--eval_every", "2", "--name", "periods",
-                        "--batch_size", "10", "--sync_period", "1,never", "--seeds", "2"],
-                       check=True, stdout=subprocess.DEVNULL)
+        rerun = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--epochs", "1", "--output",
+                 os.path.dirname(folder), "--quiet", "--workers", "2", "--eval_every", "2", "--name", "periods",
+                 "--batch_size", "10", "--sync_period", "1,never", "--seeds", "2"]
+        subprocess.run(rerun, check=True, stdout=subprocess.DEVNULL)
         with h5py.File(os.path.join(folder, "index.h5"), "r") as f:
             versions = sorted(v.decode() for v in f["index/libtorch"][()])
             self.assertTrue(all(b.decode() for b in f["index/blas_build"][()]))
@@ -413,6 +413,12 @@ class Analyze(TempFolderTest):
         self.assertNotIn("warning", self.analyze("summary", folder, "--by", "libtorch"))
         self.assertNotIn("warning", self.analyze("runs", folder, "--where", "libtorch!=1.0.0"))
         self.assertNotIn("warning", self.analyze("summary", folder, "--by", "sync_period,seed"))
+        # A run file older than blas_build (none recorded) is not taken for another build.
+        with h5py.File(runs[0], "r+") as f:
+            f["provenance"].attrs["libtorch"] = versions[1]
+            del f["provenance"].attrs["blas_build"]
+        subprocess.run(rerun, check=True, stdout=subprocess.DEVNULL)
+        self.assertNotIn("warning", self.analyze("summary", folder, "--by", "sync_period"))
 
     def test_series_metric_curves_power_and_steps(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",

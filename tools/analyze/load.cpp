@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "commands.hpp"  // shell_word
 #include "data.hpp"
@@ -181,8 +182,10 @@ void warn_of_data_digests(Runs& r, const std::vector<std::string>& grouped_by) {
 std::vector<std::string> varying_stack_keys(const Runs& r) {
   std::vector<std::string> out;
   for (const char* key : {"libtorch", "blas_build"}) {
-    std::set<std::string> values;
-    for (const Run& run : r.runs) values.insert(run.text(key).value_or(""));
+    std::set<std::string> values;  // those recorded: files older than a column have none, not another
+    for (const Run& run : r.runs) {
+      if (const auto v = run.text(key); v && !v->empty()) values.insert(*v);
+    }
     if (values.size() > 1) out.push_back(key);
   }
   return out;
@@ -191,15 +194,17 @@ std::vector<std::string> varying_stack_keys(const Runs& r) {
 void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
   const std::vector<std::string> varying = varying_stack_keys(r);
   if (varying.empty()) return;
-  std::map<std::string, int> stacks;                              // "LibTorch V, BLAS B" -> runs
-  std::map<std::vector<std::string>, std::set<std::string>> mixed;  // a group's values of grouped_by -> its stacks
+  std::map<std::string, int> stacks;  // "LibTorch V, BLAS B" -> runs
+  // A group's values of grouped_by and a varying key -> that key's recorded values in the group.
+  std::map<std::pair<std::vector<std::string>, std::string>, std::set<std::string>> mixed;
   for (const Run& run : r.runs) {
     const auto named = [](const std::optional<std::string>& v) { return v && !v->empty() ? *v : "not recorded"; };
-    const std::string stack = "LibTorch " + named(run.text("libtorch")) + ", " + named(run.text("blas_build"));
-    ++stacks[stack];
+    ++stacks["LibTorch " + named(run.text("libtorch")) + ", " + named(run.text("blas_build"))];
     std::vector<std::string> group;
     for (const std::string& k : grouped_by) group.push_back(k.empty() ? "" : run.text(k).value_or(""));
-    mixed[group].insert(stack);
+    for (const std::string& key : varying) {
+      if (const auto v = run.text(key); v && !v->empty()) mixed[{group, key}].insert(*v);
+    }
   }
   // Two folders of two machines compared by study_dir, say, mix nothing.
   if (std::none_of(mixed.begin(), mixed.end(), [](const auto& g) { return g.second.size() > 1; })) return;
