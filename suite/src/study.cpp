@@ -157,7 +157,7 @@ std::vector<std::string> expand_seeds(const std::string& text) {
   if (items.size() > 1) return items;
   double n = 0;
   if (!as_number(items[0], &n) || n < 1 || n != double(std::int64_t(n)) || n > 100000) {
-    throw ConfigError("seeds", text, "must be a count >= 1 (seeds 1..n) or a list of seeds");
+    throw ConfigError("seeds", text, "must be a count from 1 to 100000 (seeds 1..n) or a list of seeds");
   }
   std::vector<std::string> seeds;
   for (std::int64_t s = 1; s <= std::int64_t(n); ++s) seeds.push_back(std::to_string(s));
@@ -280,11 +280,15 @@ SearchSpec parse_search(const RawValues& values) {
       s.method = text;
     } else if (key == "trials") {
       const double t = number(key, text);
-      if (t < 1 || t != std::floor(t) || t > 100000) throw ConfigError(key, text, "must be a whole number >= 1");
+      if (t < 1 || t != std::floor(t) || t > 100000) {
+        throw ConfigError(key, text, "must be a whole number from 1 to 100000");
+      }
       s.trials = int(t);
     } else if (key == "search_skip") {
       const double t = number(key, text);
-      if (t < 0 || t != std::floor(t)) throw ConfigError(key, text, "must be a whole number >= 0");
+      if (t < 0 || t != std::floor(t) || t > 2147483647) {
+        throw ConfigError(key, text, "must be a whole number from 0 to 2147483647");
+      }
       s.skip = int(t);
     } else if (key == "search_seed") {
       s.seed = std::uint64_t(number(key, text));
