@@ -42,9 +42,11 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 std::string exact(double v) { return to_text(ConfigValue(v)); }
 
 // `cols`: the row length of a matrix stored row-major (1 for a column), so that
-// the first difference is named by row and column (step and worker).
+// the first difference is named by row and column (step and worker); `steps`: the
+// group's step column, if it has one, so that the row's step is named too.
 template <typename T, typename Text>
-std::string first_difference(const std::vector<T>& a, const std::vector<T>& b, Text text, std::int64_t cols = 1) {
+std::string first_difference(const std::vector<T>& a, const std::vector<T>& b, Text text, std::int64_t cols = 1,
+                             const std::vector<std::int64_t>* steps = nullptr) {
   if (a.size() != b.size()) {
     return std::to_string(a.size()) + " values in the reference, " + std::to_string(b.size()) + " reproduced";
   }
@@ -52,9 +54,10 @@ std::string first_difference(const std::vector<T>& a, const std::vector<T>& b, T
   for (std::size_t i = a.size(); i-- > 0;) {
     if (!same_value(a[i], b[i])) ++n, first = i;
   }
-  const std::string at = cols > 1 ? "row " + std::to_string(first / std::size_t(cols)) + ", column " +
-                                        std::to_string(first % std::size_t(cols))
-                                  : "row " + std::to_string(first);
+  const std::size_t row = first / std::size_t(cols);
+  std::string at = "row " + std::to_string(row);
+  if (steps && row < steps->size()) at += " (step " + std::to_string((*steps)[row]) + ")";
+  if (cols > 1) at += ", column " + std::to_string(first % std::size_t(cols));
   return std::to_string(n) + " of " + std::to_string(a.size()) + " values differ, the first at " + at + ": " +
          text(a[first]) + " in the reference, " + text(b[first]) + " reproduced";
 }
@@ -105,6 +108,9 @@ RunComparison compare_run_files(const std::string& reference, const std::string&
       continue;
     }
     const h5::Group ga = ra.open_group(group), gb = rb.open_group(group);
+    const bool stepped = ga.has("step") && ga.dataset_kind("step") == 'i';
+    const std::vector<std::int64_t> steps = stepped ? ga.read_ints("step") : std::vector<std::int64_t>();
+    const std::vector<std::int64_t>* row_steps = stepped ? &steps : nullptr;
     for (const std::string& name : union_of(ga.attr_names(), gb.attr_names())) {
       if (measures_time(name) || (config && name == "study_text")) continue;
       if (!ga.has_attr(name) && !config) {
@@ -134,12 +140,13 @@ RunComparison compare_run_files(const std::string& reference, const std::string&
         const auto a = ga.read_doubles(name), b = gb.read_doubles(name);
         const auto shape = ga.dataset_shape(name);
         if (!same_bits(a, b)) {
-          diffs.push_back(where + ": " + first_difference(a, b, exact, shape.size() == 2 ? shape[1] : 1));
+          diffs.push_back(where + ": " + first_difference(a, b, exact, shape.size() == 2 ? shape[1] : 1, row_steps));
         }
       } else if (kind == 'i') {
         const auto a = ga.read_ints(name), b = gb.read_ints(name);
         if (!same_bits(a, b)) {
-          diffs.push_back(where + ": " + first_difference(a, b, [](std::int64_t v) { return std::to_string(v); }));
+          diffs.push_back(where + ": " + first_difference(a, b, [](std::int64_t v) { return std::to_string(v); }, 1,
+                                                          row_steps));
         }
       } else if (ga.read_strings(name) != gb.read_strings(name)) {
         diffs.push_back(where + ": the texts differ");

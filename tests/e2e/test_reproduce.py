@@ -127,10 +127,13 @@ class Reproduce(TempFolderTest):
             loss = f["train/worker_loss"][()]  # [step, worker]
             loss[2, 1] += 0.25
             f["train/worker_loss"][...] = loss
+            eval_step, train_step = int(f["eval/step"][1]), int(f["train/step"][2])
         out = self.reproduce(MLP, changed, status=4)
         self.assertIn("# reproduce: DIFFERENT: 3 of", out)
-        self.assertRegex(out, r"eval/test_accuracy: 1 of \d+ values differ, the first at row 1: ")
-        self.assertRegex(out, r"train/worker_loss: 1 of \d+ values differ, the first at row 2, column 1: ")
+        # Rows are named with their step (the group's step column): row 2 of train is step 3.
+        self.assertEqual(train_step, 3)
+        self.assertRegex(out, rf"eval/test_accuracy: 1 of \d+ values differ, the first at row 1 \(step {eval_step}\): ")
+        self.assertRegex(out, r"train/worker_loss: 1 of \d+ values differ, the first at row 2 \(step 3\), column 1: ")
         self.assertIn("summary@best_test_accuracy: 0.5 in the reference", out)
 
     def test_a_search_trial_and_a_model_option_come_back(self):
