@@ -92,23 +92,25 @@ void StudyJob::gather_places() {
                  "depend on where it is placed (docs/mpi.md)";
 }
 
-std::string StudyJob::hosts_of(const std::vector<int>& ranks) const {
+namespace {
+
+// The distinct values of `by_rank` at `ranks`, in rank order, joined by `sep`.
+std::string distinct_at(const std::vector<std::string>& by_rank, const std::vector<int>& ranks, const char* sep) {
   std::string out;
   std::set<std::string> seen;
   for (const int r : ranks) {
-    if (seen.insert(hosts_[std::size_t(r)]).second) out += (out.empty() ? "" : ",") + hosts_[std::size_t(r)];
+    const std::string& v = by_rank[std::size_t(r)];
+    if (seen.insert(v).second) out += (out.empty() ? "" : sep) + v;
   }
   return out;
 }
 
+}  // namespace
+
+std::string StudyJob::hosts_of(const std::vector<int>& ranks) const { return distinct_at(hosts_, ranks, ","); }
+
 std::string StudyJob::blas_build_of(const std::vector<int>& ranks) const {
-  std::string out;
-  std::set<std::string> seen;
-  for (const int r : ranks) {
-    const std::string& b = blas_builds_[std::size_t(r)];
-    if (seen.insert(b).second) out += (out.empty() ? "" : " | ") + b;
-  }
-  return out;
+  return distinct_at(blas_builds_, ranks, " | ");
 }
 
 // Rank 0 looks at what is there, once per run file that exists (no stat per
