@@ -26,10 +26,16 @@ def missing():
     return None
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n):
+    """n distinct ports free now: all held open at once, so no two are the same."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 class Cluster:
@@ -44,7 +50,7 @@ class Cluster:
     def _write_config(self):
         host = socket.gethostname().split(".")[0]
         node = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
-        ctl, d = _free_port(), _free_port()
+        ctl, d = _free_ports(2)
         conf = f"""ClusterName=dpstudy-test
 SlurmctldHost={host}
 SlurmUser=root

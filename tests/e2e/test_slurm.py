@@ -201,12 +201,20 @@ class OnOneNodeCluster(Workspace):
             end = time.time() + 120
             while finished_runs() == 0 and time.time() < end:
                 time.sleep(0.1)
-            self.assertEqual(cluster.job_state(job), "RUNNING", "the study finished before it could be interrupted")
+            def context():
+                try:
+                    with open(log) as f:
+                        return f"\n--- {log} ---\n" + f.read() + cluster.log_tail()
+                except OSError:
+                    return f"\n(no {log} yet)" + cluster.log_tail()
+
+            self.assertEqual(cluster.job_state(job), "RUNNING",
+                             "expected the job running with a run finished, to interrupt it" + context())
             cluster.run("scancel", "--signal=USR1", "--batch", job)
             end = time.time() + 60  # RUNNING, COMPLETING, then PENDING again
             while cluster.job_state(job) != "PENDING" and time.time() < end:
                 time.sleep(0.1)
-            self.assertEqual(cluster.job_state(job), "PENDING")
+            self.assertEqual(cluster.job_state(job), "PENDING", "expected the job requeued" + context())
             # Slurm holds a requeued job back until the old job's credential has
             # expired (cred_expire, 120 s by default; 10 s in the test cluster):
             # starting it earlier fails it with "Job credential revoked".
