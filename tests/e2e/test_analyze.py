@@ -642,6 +642,23 @@ class Analyze(TempFolderTest):
                     self.assertIn(b"lr=0.05", content)
         out = self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap", "--output", "x.pdf", status=2)
         self.assertIn("must end in .png or .svg", out)
+        # Short line names stand beside the graph, long ones (several keys) below it.
+        for kind, by, where in (("curves", "overlap", "beside"), ("curves", "overlap,sync_period,lr", "below"),
+                                ("summary", "sync_period,overlap", "beside")):
+            path = os.path.join(self.tmp, f"key-{where}.svg")
+            self.analyze("plot", self.main, "--kind", kind, "--by", by, "--output", path)
+            with open(path) as f:
+                svg = f.read()
+            width, height = (float(v) for v in re.search(r'width="([0-9.]+)" height="([0-9.]+)"', svg).groups())
+            keys = [(float(x), float(y)) for x, y, text in re.findall(
+                r"translate\(([0-9.]+),([0-9.]+)\)[^>]*>\s*<text>([^<]*)</text>", svg) if text.startswith("overlap=")]
+            self.assertTrue(keys, f"{by}: no key entry found in {path}")
+            for x, y in keys:
+                if where == "below":
+                    self.assertGreater(y, 0.8 * height, f"{by}: key entry at ({x}, {y}) of {width} x {height}")
+                else:
+                    self.assertGreater(x, 0.6 * width, f"{by}: key entry at ({x}, {y}) of {width} x {height}")
+                    self.assertLess(y, 0.5 * height, f"{by}: key entry at ({x}, {y}) of {width} x {height}")
         # A logarithmic x axis for keys swept over decades; a value of 0 cannot go on one.
         log_plot = os.path.join(self.tmp, "log.svg")
         self.analyze("plot", self.batch, "--kind", "summary", "--by", "batch_size", "--log_x", "--output", log_plot)

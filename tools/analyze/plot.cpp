@@ -31,6 +31,12 @@ std::string plot_title(const std::string& text, const Options& o) {
   return t + " noenhanced";
 }
 
+// Keys of two or more grouping keys ("sync_period=32 local_sgd_from_epoch=10")
+// beside the graph would squeeze it to half the width: such keys go below it.
+std::string key_placement(std::size_t longest_title) {
+  return longest_title > 30 ? "set key below\n" : "";
+}
+
 }  // namespace
 
 void plot(const Runs& r, const Options& o) {
@@ -44,6 +50,7 @@ void plot(const Runs& r, const Options& o) {
     std::vector<std::string> plots;
     std::set<std::string> off_axis;  // x values that are not numbers (sync_period=never)
     int block = 0;
+    std::size_t longest_title = 0;
     for (const Group& line : group_runs(r, lines_keys, o.include_diverged)) {
       const Runs lr = subset(r, line.runs);
       for (const Group& g : group_runs(lr, {o.by[0]}, o.include_diverged)) {
@@ -66,7 +73,9 @@ void plot(const Runs& r, const Options& o) {
       }
       data << "\n\n";
       const std::string index = "datafile index " + std::to_string(block) + " ", colour = " lc " + std::to_string(block + 1);
-      const std::string title = " title '" + (lines_keys.empty() ? o.metric : label(lines_keys, line.key_values)) + "'";
+      const std::string text = lines_keys.empty() ? o.metric : label(lines_keys, line.key_values);
+      longest_title = std::max(longest_title, text.size());
+      const std::string title = " title '" + text + "'";
       if (o.interval == "none") {
         plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + title);
       } else if (o.style == "band") {
@@ -87,7 +96,7 @@ void plot(const Runs& r, const Options& o) {
       throw UsageError("plot --kind summary: the first --by key, " + o.by[0] + ", has no numeric value (" + values +
                        ") to place on the x axis; put a numeric key first, e.g. --by overlap," + o.by[0]);
     }
-    script << "plot ";
+    script << key_placement(longest_title) << "plot ";
     for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
     for (const std::string& x : off_axis) {
       std::printf("# %s=%s has no place on a numeric axis: left out of the plot (see summary)\n", o.by[0].c_str(),
@@ -95,6 +104,7 @@ void plot(const Runs& r, const Options& o) {
     }
   } else if (o.kind == "curves") {
     int block = 0;
+    std::size_t longest_title = 0;
     std::vector<std::string> plots;
     for (const Curve& c : curves_of(r, o)) {
       for (std::size_t i = 0; i < c.x.size(); ++i) {
@@ -103,6 +113,7 @@ void plot(const Runs& r, const Options& o) {
       }
       data << "\n\n";
       const std::string title = label(o.by, c.key_values);
+      longest_title = std::max(longest_title, title.size());
       if (o.interval != "none") {
         plots.push_back("datafile index " + std::to_string(block) + " using 1:3:4 with filledcurves fs transparent solid 0.2 lc " +
                         std::to_string(block + 1) + " notitle");
@@ -113,7 +124,8 @@ void plot(const Runs& r, const Options& o) {
     }
     script << "set xlabel '" << with_unit(o.x, metric_unit(r, o.x)) << "' noenhanced\nset ylabel '"
            << with_unit(o.series, metric_unit(r, o.series)) << "' noenhanced\nset key noenhanced\n"
-           << "set title " << plot_title("learning curves: " + mean_and(o) + " over seeds", o) << "\nplot ";
+           << "set title " << plot_title("learning curves: " + mean_and(o) + " over seeds", o) << "\n"
+           << key_placement(longest_title) << "plot ";
     for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
   } else if (o.kind == "steps") {
     const std::vector<Reach> reach = reach_of(r, o);
