@@ -21,11 +21,14 @@ class Augmenter {
   Augmenter(std::uint64_t seed, int worker, int pad, std::vector<double> fill);
   // Crops and flips `batch` [B, C, H, W] (float, normalised) into `out`.
   void apply(const at::Tensor& batch, at::Tensor& out);
+  // On a GPU the draws go over in one copy from pinned memory that does not
+  // wait: the caller must wait for the device (as Trainer::step does, for the
+  // losses) before the next apply() writes them again.
   // The draws of the last apply(): per image, the crop offsets in [0, 2 pad]
   // and whether it was flipped (for tests).
-  const std::vector<std::int64_t>& offsets_y() const { return dy_; }
-  const std::vector<std::int64_t>& offsets_x() const { return dx_; }
-  const std::vector<std::int64_t>& flips() const { return flip_; }
+  std::vector<std::int64_t> offsets_y() const { return draws(0); }
+  std::vector<std::int64_t> offsets_x() const { return draws(1); }
+  std::vector<std::int64_t> flips() const { return draws(2); }
 
   std::uint64_t rng_state() const { return rng_.state(); }
   void restore(std::uint64_t state) { rng_ = Rng(state); }
@@ -34,8 +37,11 @@ class Augmenter {
   Rng rng_;
   int pad_;
   std::vector<double> fill_;
-  std::vector<std::int64_t> dy_, dx_, flip_;
-  at::Tensor padded_;  // reused across batches
+  std::vector<std::int64_t> draws(int row) const;
+  // Reused across batches of one size on one device: the draws [3, B] (rows
+  // y offset, x offset, flip) on the host and on the device, the border's value
+  // [1, C, 1, 1] on the device, the padded batch.
+  at::Tensor draws_, draws_device_, fill_device_, padded_;
 };
 
 }  // namespace dpstudy
