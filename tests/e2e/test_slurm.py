@@ -228,6 +228,8 @@ class OnOneNodeCluster(Workspace):
         self.assertIn("# study slurmtest stopped by SIGUSR1: ", text)
         self.assertIn("study step ended with status 5", text)
         self.assertIn("time limit near: requeueing job", text)
+        # Said before the requeue: Slurm may kill the batch script as soon as it asks for one.
+        self.assertLess(text.index("study step ended with status 5"), text.index("time limit near: requeueing job"))
         stopped = re.search(r"stopped by SIGUSR1 at step (\d+) of", text)
         if stopped:  # the signal came within a run, not between two
             self.assertIn(f"resuming from its checkpoint at step {stopped.group(1)}", text)
