@@ -99,31 +99,55 @@ double RunConfig::peak_lr() const {
 }
 
 std::vector<std::pair<std::string, std::string>> RunConfig::inert_keys() const {
+  const KeyValues values = key_values();
+  return dpstudy::inert_keys([&](const std::string& key) -> std::optional<std::string> {
+    for (const auto& [k, v] : values) {
+      if (k == key) return to_text(v);
+    }
+    return std::nullopt;
+  });
+}
+
+std::vector<std::pair<std::string, std::string>> inert_keys(
+    const std::function<std::optional<std::string>(const std::string&)>& text_of) {
   std::vector<std::pair<std::string, std::string>> out;
   const auto inert = [&](const char* key, const std::string& because) { out.emplace_back(key, because); };
-  if (optimizer == OptimizerKind::sgd) inert("momentum", "optimizer = sgd");
-  const std::string by_schedule = "schedule = " + to_string(schedule);
-  if (schedule != LrSchedule::step) {
-    inert("lr_milestones", by_schedule);
-    inert("lr_decay", by_schedule);
+  const auto is = [&](const char* key, const char* value) {
+    const auto t = text_of(key);
+    return t && *t == value;
+  };
+  const auto zero = [&](const char* key) {
+    const auto t = text_of(key);
+    char* end = nullptr;
+    return t && !t->empty() && std::strtod(t->c_str(), &end) == 0 && *end == '\0';
+  };
+  if (is("optimizer", "sgd")) inert("momentum", "optimizer = sgd");
+  if (const auto schedule = text_of("schedule")) {
+    const std::string by_schedule = "schedule = " + *schedule;
+    if (*schedule != "step") {
+      inert("lr_milestones", by_schedule);
+      inert("lr_decay", by_schedule);
+    }
+    if (*schedule == "constant" || *schedule == "step") inert("lr_end_factor", by_schedule);
+    if (*schedule != "linear") inert("lr_decay_steps", by_schedule);
   }
-  if (schedule == LrSchedule::constant || schedule == LrSchedule::step) inert("lr_end_factor", by_schedule);
-  if (schedule != LrSchedule::linear) inert("lr_decay_steps", by_schedule);
-  if (lr_scaling == LrScaling::none) inert("lr_base_batch", "lr_scaling = none");
-  if (warmup_epochs == 0) inert("warmup_start", "warmup_epochs = 0");
-  if (sync_period == 1) {  // every step synchronous, whatever the epoch or the groups
+  if (is("lr_scaling", "none")) inert("lr_base_batch", "lr_scaling = none");
+  if (zero("warmup_epochs")) inert("warmup_start", "warmup_epochs = 0");
+  if (is("sync_period", "1")) {  // every step synchronous, whatever the epoch or the groups
     inert("local_sgd_from_epoch", "sync_period = 1");
     inert("group_sync_period", "sync_period = 1");
-  } else if (group_size == 1) {
+  } else if (is("group_size", "1")) {
     inert("group_sync_period", "group_size = 1");
   }
-  if (sparsity == 0) {
+  if (zero("sparsity")) {
     inert("pruning", "sparsity = 0");
     inert("snip_batches", "sparsity = 0");
-  } else if (pruning != Pruning::snip) {
-    inert("snip_batches", "pruning = " + to_string(pruning));
+  } else if (const auto pruning = text_of("pruning"); pruning && text_of("sparsity") && *pruning != "snip") {
+    inert("snip_batches", "pruning = " + *pruning);
   }
-  if (granularity != Granularity::medium) inert("block_size", "granularity = " + to_string(granularity));
+  if (const auto granularity = text_of("granularity"); granularity && *granularity != "medium") {
+    inert("block_size", "granularity = " + *granularity);
+  }
   return out;
 }
 

@@ -659,6 +659,21 @@ class Analyze(TempFolderTest):
                 else:
                     self.assertGreater(x, 0.6 * width, f"{by}: key entry at ({x}, {y}) of {width} x {height}")
                     self.assertLess(y, 0.5 * height, f"{by}: key entry at ({x}, {y}) of {width} x {height}")
+        # A key inert in every run of a line is left out of its name (local_sgd_from_epoch where
+        # sync_period = 1), but not where two lines would then share one (momentum under plain SGD).
+        def names(svg_path):
+            with open(svg_path) as f:
+                return re.findall(r"<text>([^<]*=[^<]*)</text>", f.read())
+        path = os.path.join(self.tmp, "inert.svg")
+        self.analyze("plot", self.periods, "--kind", "curves", "--by", "sync_period,local_sgd_from_epoch",
+                     "--output", path)
+        self.assertEqual(names(path), ["sync_period=1", "sync_period=never local_sgd_from_epoch=0"])
+        subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--epochs", "1", "--output", self.tmp,
+                        "--quiet", "--name", "alike", "--batch_size", "10", "--optimizer", "sgd",
+                        "--momentum", "0.5,0.9"], check=True, capture_output=True)
+        self.analyze("plot", os.path.join(self.tmp, "alike"), "--kind", "curves", "--by", "momentum,seed",
+                     "--output", path)
+        self.assertEqual(names(path), ["momentum=0.5 seed=1", "momentum=0.9 seed=1"])
         # A logarithmic x axis for keys swept over decades; a value of 0 cannot go on one.
         log_plot = os.path.join(self.tmp, "log.svg")
         self.analyze("plot", self.batch, "--kind", "summary", "--by", "batch_size", "--log_x", "--output", log_plot)

@@ -48,6 +48,10 @@ std::string pval(double p);
 std::string with_unit(const std::string& name, const std::string& unit);
 // "k1=v1 k2=v2", "all" without keys.
 std::string label(const std::vector<std::string>& keys, const std::vector<std::string>& values);
+// The names of a plot's lines, one per group: its label less the keys that are
+// inert in every run of it (local_sgd_from_epoch where sync_period = 1), but
+// where that would give two lines one name or leave a line none.
+std::vector<std::string> line_names(const std::vector<std::string>& keys, const std::vector<Group>& lines);
 
 // What the bars and bands of curves and plots show around the mean (--interval).
 struct Interval {
@@ -78,6 +82,7 @@ void check_baseline(const Runs& r, const Options& o);
 // curves.cpp
 struct Curve {
   std::vector<std::string> key_values;
+  std::vector<const Run*> runs;
   std::vector<double> x, mean, lo, hi;
   std::vector<std::int64_t> n;
 };

@@ -1,9 +1,11 @@
 // dpstudy-analyze: number formats, labels and intervals shared by its commands.
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "commands.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/run_config.hpp"
 #include "dpstudy/stats.hpp"
 
 namespace dpstudy::analyze {
@@ -36,6 +38,34 @@ std::string label(const std::vector<std::string>& keys, const std::vector<std::s
   std::string s;
   for (std::size_t i = 0; i < keys.size(); ++i) s += (s.empty() ? "" : " ") + keys[i] + "=" + values[i];
   return s.empty() ? "all" : s;
+}
+
+std::vector<std::string> line_names(const std::vector<std::string>& keys, const std::vector<Group>& lines) {
+  std::vector<std::string> full, shown;
+  for (const Group& line : lines) {
+    std::map<std::string, std::size_t> inert_in;  // key -> runs of the line it is inert in
+    for (const Run* run : line.runs) {
+      for (const auto& [key, because] : inert_keys([&](const std::string& k) { return run->text(k); })) {
+        ++inert_in[key];
+      }
+    }
+    std::vector<std::string> kept_keys, kept_values;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const auto it = inert_in.find(keys[i]);
+      if (line.runs.empty() || it == inert_in.end() || it->second < line.runs.size()) {
+        kept_keys.push_back(keys[i]);
+        kept_values.push_back(line.key_values[i]);
+      }
+    }
+    full.push_back(label(keys, line.key_values));
+    shown.push_back(kept_keys.empty() ? full.back() : label(kept_keys, kept_values));
+  }
+  std::map<std::string, int> uses;
+  for (const std::string& name : shown) ++uses[name];
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    if (uses[shown[i]] > 1) shown[i] = full[i];
+  }
+  return shown;
 }
 
 namespace {

@@ -44,7 +44,7 @@ std::vector<Curve> curves_of(const Runs& r, const Options& o) {
       }
       for (std::size_t i = 0; i < y.size(); ++i) at[x[i]].push_back(y[i]);
     }
-    Curve c{g.key_values, {}, {}, {}, {}, {}};
+    Curve c{g.key_values, g.runs, {}, {}, {}, {}, {}};
     for (const auto& [x, ys] : at) {
       const stats::Describe d = stats::describe(finite(ys));
       if (d.n == 0) continue;  // no run has a value here (e.g. test_every skipped the test split)

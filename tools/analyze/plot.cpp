@@ -51,7 +51,10 @@ void plot(const Runs& r, const Options& o) {
     std::set<std::string> off_axis;  // x values that are not numbers (sync_period=never)
     int block = 0;
     std::size_t longest_title = 0;
-    for (const Group& line : group_runs(r, lines_keys, o.include_diverged)) {
+    const std::vector<Group> lines = group_runs(r, lines_keys, o.include_diverged);
+    const std::vector<std::string> names = line_names(lines_keys, lines);
+    for (std::size_t li = 0; li < lines.size(); ++li) {
+      const Group& line = lines[li];
       const Runs lr = subset(r, line.runs);
       for (const Group& g : group_runs(lr, {o.by[0]}, o.include_diverged)) {
         char* end = nullptr;
@@ -73,7 +76,7 @@ void plot(const Runs& r, const Options& o) {
       }
       data << "\n\n";
       const std::string index = "datafile index " + std::to_string(block) + " ", colour = " lc " + std::to_string(block + 1);
-      const std::string text = lines_keys.empty() ? o.metric : label(lines_keys, line.key_values);
+      const std::string text = lines_keys.empty() ? o.metric : names[li];
       longest_title = std::max(longest_title, text.size());
       const std::string title = " title '" + text + "'";
       if (o.interval == "none") {
@@ -106,13 +109,18 @@ void plot(const Runs& r, const Options& o) {
     int block = 0;
     std::size_t longest_title = 0;
     std::vector<std::string> plots;
-    for (const Curve& c : curves_of(r, o)) {
+    const std::vector<Curve> curves = curves_of(r, o);
+    std::vector<Group> lines;
+    for (const Curve& c : curves) lines.push_back(Group{c.key_values, c.runs, 0});
+    const std::vector<std::string> names = line_names(o.by, lines);
+    for (std::size_t ci = 0; ci < curves.size(); ++ci) {
+      const Curve& c = curves[ci];
       for (std::size_t i = 0; i < c.x.size(); ++i) {
         data << format_number(c.x[i]) << " " << format_number(c.mean[i]) << " " << format_number(c.lo[i]) << " "
              << format_number(c.hi[i]) << "\n";
       }
       data << "\n\n";
-      const std::string title = label(o.by, c.key_values);
+      const std::string title = names[ci];
       longest_title = std::max(longest_title, title.size());
       if (o.interval != "none") {
         plots.push_back("datafile index " + std::to_string(block) + " using 1:3:4 with filledcurves fs transparent solid 0.2 lc " +

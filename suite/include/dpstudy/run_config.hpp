@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -103,6 +105,12 @@ struct RunConfig {
   // given has no effect, or makes runs that train alike (docs/studies.md).
   std::vector<std::pair<std::string, std::string>> inert_keys() const;
 };
+
+// RunConfig::inert_keys()'s rules on values as text ("sgd", "1", "0"), for
+// results read back (dpstudy-analyze); the rules that need a key `text_of`
+// does not know (nullopt) are left out.
+std::vector<std::pair<std::string, std::string>> inert_keys(
+    const std::function<std::optional<std::string>(const std::string&)>& text_of);
 
 // Throws ConfigError naming the option, the value and what is allowed.
 void validate(const RunConfig& config);
