@@ -2,6 +2,15 @@
 
 namespace dpstudy {
 
+std::string to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::completed: return "completed";
+    case RunStatus::diverged: return "diverged";
+    case RunStatus::stopped: return "stopped";
+  }
+  return "?";
+}
+
 std::int64_t first_reaching(const std::vector<std::int64_t>& steps, const std::vector<double>& values, double target,
                             bool lower_is_better) {
   for (std::size_t i = 0; i < steps.size() && i < values.size(); ++i) {

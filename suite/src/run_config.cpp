@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "dpstudy/dataset.hpp"
+#include "dpstudy/dataset_spec.hpp"
 #include "dpstudy/error.hpp"
 
 namespace dpstudy {

@@ -28,15 +28,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
-std::string to_string(RunStatus s) {
-  switch (s) {
-    case RunStatus::completed: return "completed";
-    case RunStatus::diverged: return "diverged";
-    case RunStatus::stopped: return "stopped";
-  }
-  return "?";
-}
-
 TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device) {
   TrainingData d;
   d.spec = train.spec;
