@@ -160,6 +160,7 @@ void write_series(h5::Group& root, const RunResult& r, int workers) {
     g.set("diverged", std::int64_t(s.status == RunStatus::diverged));
     g.set("steps_to_goal", s.steps_to_goal);
     g.set("time_to_goal_s", s.time_to_goal_s);
+    g.set("peak_rss_mib", s.peak_rss_mib);
   }
 }
 

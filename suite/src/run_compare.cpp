@@ -14,12 +14,12 @@ namespace dpstudy {
 
 namespace {
 
-// Measurements, not metrics: they change from run to run of one config.
-bool measures_time(const std::string& name) {
-  static const std::set<std::string> kTimes = {"time_s",         "comm_s",         "time_to_goal_s", "wall_time_s",
-                                               "samples_per_s",  "compute_time_s", "comm_time_s",    "eval_time_s",
-                                               "started_utc",    "finished_utc"};
-  return kTimes.count(name) > 0;
+// Measurements, not metrics: they change from run to run of one config (times, memory).
+bool is_measurement(const std::string& name) {
+  static const std::set<std::string> kMeasurements = {
+      "time_s",      "comm_s",      "time_to_goal_s", "wall_time_s", "samples_per_s", "compute_time_s",
+      "comm_time_s", "eval_time_s", "started_utc",    "finished_utc", "peak_rss_mib"};
+  return kMeasurements.count(name) > 0;
 }
 
 // Numbers compare by their bits, so "equal" means bit for bit; but any NaN
@@ -112,7 +112,7 @@ RunComparison compare_run_files(const std::string& reference, const std::string&
     const std::vector<std::int64_t> steps = stepped ? ga.read_ints("step") : std::vector<std::int64_t>();
     const std::vector<std::int64_t>* row_steps = stepped ? &steps : nullptr;
     for (const std::string& name : union_of(ga.attr_names(), gb.attr_names())) {
-      if (measures_time(name) || (config && name == "study_text")) continue;
+      if (is_measurement(name) || (config && name == "study_text")) continue;
       if (!ga.has_attr(name) && !config) {
         out.not_in_reference.push_back(std::string(group) + "@" + name);
         continue;
@@ -122,7 +122,7 @@ RunComparison compare_run_files(const std::string& reference, const std::string&
       if (!d.empty()) diffs.push_back(std::string(group) + "@" + name + ": " + d);
     }
     for (const std::string& name : union_of(ga.members(), gb.members())) {
-      if (measures_time(name)) continue;
+      if (is_measurement(name)) continue;
       const std::string where = std::string(group) + "/" + name;
       if (!ga.has(name)) {
         out.not_in_reference.push_back(where);

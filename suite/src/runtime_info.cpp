@@ -4,12 +4,15 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <malloc.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -180,5 +183,25 @@ int physical_cores(const std::vector<int>& cpus, const std::string& sysfs) {
   return std::max(1, int(cores.size()));
 }
 
+double peak_memory_mib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    long kib = -1;
+    if (std::sscanf(line.c_str(), "VmHWM: %ld kB", &kib) == 1 && kib >= 0) return double(kib) / 1024;
+  }
+  return std::nan("");
+}
+
+bool reset_peak_memory() {
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
+  // "5" resets the peak resident size (Linux 4.0 and later).
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return bool(out);
+}
 
 }  // namespace dpstudy

@@ -69,7 +69,7 @@ std::string unit_of(const std::string& key) {
       {"test_every", "step"},              {"steps_to_goal", "step"},          {"time_to_goal_s", "s"},
       {"overlap", "fraction"},             {"validation_fraction", "fraction"}, {"goal_error", "fraction"},
       {"sparsity", "fraction"},            {"sparsity_achieved", "fraction"},  {"parameters", "count"},
-      {"lr_decay_steps", "step"},          {"local_sgd_from_epoch", "epoch"}};
+      {"lr_decay_steps", "step"},          {"local_sgd_from_epoch", "epoch"},  {"peak_rss_mib", "MiB"}};
   const auto it = units.find(key);
   return it == units.end() ? "" : it->second;
 }

@@ -13,6 +13,7 @@
 #include "dpstudy/fault.hpp"
 #include "dpstudy/pruning.hpp"
 #include "dpstudy/rng.hpp"
+#include "dpstudy/runtime_info.hpp"
 #include "dpstudy/stop.hpp"
 
 namespace dpstudy {
@@ -332,6 +333,7 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     progress->message(line);
     if (step_ > 0) progress->message("# resumed from a checkpoint at step " + std::to_string(step_));
   }
+  peak_reset_ = reset_peak_memory();
   const auto t0 = Clock::now();
   auto elapsed = [&] { return elapsed_before_ + seconds_since(t0); };
   double last_checkpoint_s = elapsed();
@@ -413,6 +415,11 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
   s.comm_time_s = comm_s_;
   s.eval_time_s = eval_s_;
   s.compute_time_s = std::max(0.0, s.wall_time_s - comm_s_ - eval_s_);
+  // The run's largest process: what a job must give each of its processes.
+  s.peak_rss_mib = peak_memory_so_far();
+  for (const double p : comm_.all_workers(std::vector<double>(std::size_t(comm_.local_workers()), s.peak_rss_mib))) {
+    s.peak_rss_mib = std::isnan(p) || std::isnan(s.peak_rss_mib) ? kNaN : std::max(s.peak_rss_mib, p);
+  }
   if (!r.eval.step.empty()) {
     s.final_test_accuracy = r.eval.test_accuracy.back();
     s.final_test_loss = r.eval.test_loss.back();
@@ -433,6 +440,11 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     }
   }
   return r;
+}
+
+double Trainer::peak_memory_so_far() const {
+  const double now = peak_reset_ ? peak_memory_mib() : kNaN;
+  return std::isnan(now) ? kNaN : std::max(now, peak_before_mib_);
 }
 
 }  // namespace dpstudy

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "dpstudy/error.hpp"
@@ -81,6 +82,7 @@ void Trainer::save_checkpoint(const std::string& path) {
         root.set("time_to_goal_s", result_.summary.time_to_goal_s);
         root.set("last_divergence", last_divergence_);
         root.set("elapsed_s", elapsed_before_);
+        root.set("peak_rss_mib", peak_memory_so_far());
         root.set("loss_since_eval", loss_since_eval_);
         root.set("steps_since_eval", steps_since_eval_);
         root.write("generator", as_ints(at::detail::getDefaultCPUGenerator().get_state()));
@@ -184,6 +186,9 @@ void Trainer::restore_checkpoint_unchecked(const std::string& path) {
   }
   result_.summary.steps_to_goal = root.get_int("steps_to_goal");
   result_.summary.time_to_goal_s = root.get_double("time_to_goal_s");
+  // Unknown in checkpoints of a dpstudy before it, and where it could not be measured.
+  peak_before_mib_ = root.has_attr("peak_rss_mib") ? root.get_double("peak_rss_mib") : 0;
+  if (std::isnan(peak_before_mib_)) peak_before_mib_ = 0;
 }
 
 RunResult train_run(const RunConfig& config, const ModelFactory& factory, const TrainingData& data,

@@ -4,9 +4,9 @@ import os
 import h5py
 import numpy as np
 
-# Columns and attributes that measure time or describe the invocation: not metrics.
+# Columns and attributes that measure time or memory or describe the invocation: not metrics.
 NOT_METRICS = {"time_s", "comm_s", "time_to_goal_s", "wall_time_s", "samples_per_s", "compute_time_s", "comm_time_s", "eval_time_s",
-               "started_utc", "finished_utc", "updated_utc"}
+               "peak_rss_mib", "started_utc", "finished_utc", "updated_utc"}
 
 
 def as_bytes(value):

@@ -95,16 +95,23 @@ class KillAndResume(TempFolderTest):
                 self.assertEqual(r.stdout.count(": starting"), 1, r.stdout)
                 runs = os.path.join(out, "kill", "runs")
                 self.assertEqual(sorted(f.split(".", 1)[1] for f in os.listdir(runs)), ["ckpt.h5"])
+                [ckpt] = os.listdir(runs)
+                with h5py.File(os.path.join(runs, ckpt), "r+") as f:  # the part before the stop: its peak memory
+                    self.assertGreater(f.attrs["peak_rss_mib"], 10)
+                    f.attrs["peak_rss_mib"] = 99999.0
                 r = study(out)
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn("resuming from its checkpoint at step 25", r.stdout)
                 runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(out, "kill"))
                 self.assertEqual(len(runs), 4, runs)
+                with h5py.File(os.path.join(out, "kill", "runs", ckpt.split(".")[0] + ".h5"), "r") as f:
+                    self.assertEqual(f["summary"].attrs["peak_rss_mib"], 99999.0)  # the larger of the two parts
 
     def test_a_checkpoint_of_an_earlier_dpstudy_is_resumed(self):
         # Keys added since (eval_at_sync, test_every) at their old behaviour's
-        # value, and the series added since (eval/synced), are missing from a
-        # checkpoint an earlier dpstudy wrote: the run resumes from it all the same.
+        # value, and the series and attributes added since (eval/synced,
+        # peak_rss_mib), are missing from a checkpoint an earlier dpstudy wrote:
+        # the run resumes from it all the same.
         killed = os.path.join(self.tmp, "earlier")
         r = study(killed, kill="step:25")
         self.assertEqual(r.returncode, -9, r.stderr)
@@ -116,6 +123,7 @@ class KillAndResume(TempFolderTest):
             self.assertIn("eval_at_sync=0\n", text)
             f.attrs["config"] = text.replace("eval_at_sync=0\n", "").replace("test_every=0\n", "")
             del f["eval/synced"]
+            del f.attrs["peak_rss_mib"]
         r = study(killed)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("resuming from its checkpoint at step 20", r.stdout)

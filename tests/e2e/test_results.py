@@ -91,6 +91,29 @@ class Results(TempFolderTest):
         with open(os.path.join(folder, "log.txt")) as log:
             self.assertIn("[run 8/8]", log.read())
 
+    def test_each_run_records_its_own_peak_memory(self):
+        # A wide MLP (5.8 M parameters: each of 2 workers holds them, their gradients and momentum) and
+        # a narrow one, in one process: the longer runs first, so a narrow run follows a wide one.
+        out = os.path.join(self.tmp, "memory")
+        r = subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--threads", "1",
+                            "--output", out, "--name", "memory", "--workers", "2", "--hidden", "2048,2048|16",
+                            "--epochs", "2,1"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        started = [line for line in r.stdout.splitlines() if line.endswith(": starting")]
+        self.assertIn("hidden=2048,2048", started[0] + started[1])
+        self.assertIn("hidden=16", started[2] + started[3])
+        with h5py.File(os.path.join(out, "memory", "index.h5"), "r") as f:
+            self.assertEqual(f["index"]["peak_rss_mib"].attrs["units"], "MiB")
+            peak = dict(zip(f["index"]["run_id"][()], f["index"]["peak_rss_mib"][()]))
+            hidden = dict(zip(f["index"]["run_id"][()], f["index"]["hidden"][()]))
+            run_id = next(iter(peak)).decode()
+            self.assertEqual(f["runs"][run_id]["summary"].attrs["peak_rss_mib"], peak[run_id.encode()])
+        wide = [peak[i] for i in peak if hidden[i] == b"2048,2048"]
+        narrow = [peak[i] for i in peak if hidden[i] == b"16"]
+        self.assertTrue(all(10 < p < 65536 for p in wide + narrow), peak)
+        # Its parameters, gradients and momentum on 2 workers alone take 130 MiB.
+        self.assertGreater(min(wide) - max(narrow), 100, peak)
+
     def test_dry_run_lists_runs_and_cost_and_runs_nothing(self):
         out = os.path.join(self.tmp, "dry")
         r = self.run_study("--workers", "1,2,4", "--sync_period", "1,8", "--exclude", "workers=1 & sync_period=8",

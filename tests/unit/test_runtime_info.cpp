@@ -1,9 +1,13 @@
 // The default thread count's inputs: which CPUs this process may use and how
-// many physical cores they are, read from a sysfs topology tree.
+// many physical cores they are, read from a sysfs topology tree; and the peak
+// resident memory a run records.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <fstream>
+#include <memory>
 
 #include "dpstudy/runtime_info.hpp"
 #include "test_support.hpp"
@@ -45,4 +49,24 @@ TEST(RuntimeInfo, ThisProcessMayRunOnSomeOfTheOnlineCpus) {
   const int cores = physical_cores(mine);
   EXPECT_GE(cores, 1);
   EXPECT_LE(cores, int(mine.size()));
+}
+
+TEST(RuntimeInfo, APeakOfMemoryIsSeenAndARestartLeavesItOut) {
+  if (!reset_peak_memory()) GTEST_SKIP() << "this kernel does not let a process restart its peak (/proc/self/clear_refs)";
+  const double before = peak_memory_mib();
+  ASSERT_TRUE(std::isfinite(before));
+  {
+    // 256 MiB, every page written so that it is resident.
+    const std::size_t bytes = std::size_t(256) << 20;
+    std::unique_ptr<char[]> block(new char[bytes]);
+    std::memset(block.get(), 1, bytes);
+    EXPECT_GE(peak_memory_mib(), before + 250);
+    EXPECT_EQ(block[bytes - 1], 1);
+  }
+  const double held = peak_memory_mib();
+  EXPECT_GE(held, before + 250);  // freed, the peak stays
+  ASSERT_TRUE(reset_peak_memory());
+#ifndef __SANITIZE_ADDRESS__  // AddressSanitizer holds freed blocks back (its quarantine)
+  EXPECT_LT(peak_memory_mib(), held - 200);  // the freed block handed back and left out
+#endif
 }

@@ -70,6 +70,10 @@ struct RunSummary {
   std::int64_t steps_to_goal = -1;
   double time_to_goal_s = 0;
   std::int64_t parameters = 0;
+  // The largest resident host memory of the run's processes while it trained
+  // (runtime_info.hpp; a resumed run: of every part), MiB; NaN where unknown.
+  // A measurement like the times: it differs between runs of one config.
+  double peak_rss_mib = 0;
 };
 
 // Removed fraction of the prunable weights (0 for a dense run), overall and per parameter.

@@ -44,4 +44,14 @@ std::vector<int> online_cpu_list();
 // (SMT) count once; cpus.size() where the topology cannot be read.
 int physical_cores(const std::vector<int>& cpus, const std::string& sysfs = "/sys/devices/system/cpu");
 
+// The largest resident set size of this process since it started or since the
+// last reset_peak_memory() (VmHWM in /proc/self/status), MiB; NaN where it
+// cannot be read. Host memory only: a GPU's is not in it.
+double peak_memory_mib();
+// Hands freed heap back to the system (malloc_trim) and restarts the peak at
+// the present resident size (/proc/self/clear_refs), so that a run's peak
+// leaves out what an earlier run of the process held and no longer uses.
+// False where the kernel refuses (then the peak is the process's so far).
+bool reset_peak_memory();
+
 }  // namespace dpstudy

@@ -134,6 +134,8 @@ class Trainer {
   bool evaluate_into(RunResult& r, double train_loss, bool test_due, double elapsed_s);
   std::string config_text() const;
   void restore_checkpoint_unchecked(const std::string& path);  // restore_checkpoint, LibTorch's errors unwrapped
+  // This process's peak resident memory over the run so far, parts before a resume included (MiB; NaN unknown).
+  double peak_memory_so_far() const;
 
   RunConfig config_;
   const TrainingData& data_;
@@ -170,6 +172,8 @@ class Trainer {
   RunResult result_;  // the series so far
   AssignmentStats assignment_;
   double loss_since_eval_ = 0, elapsed_before_ = 0;
+  bool peak_reset_ = false;     // reset_peak_memory() succeeded as run() began
+  double peak_before_mib_ = 0;  // this process's peak in the parts before a resume (its checkpoint)
   std::int64_t steps_since_eval_ = 0;
 };
 
