@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -27,7 +28,8 @@
 // - Counters are totals over the timed iterations divided by their total time:
 //   samples/s (all workers), steps/s, the fraction of the time spent averaging
 //   (on the lead process), the bytes averaged per worker per second (alg_bw) and
-//   the ring-allreduce bus bandwidth alg_bw * 2 (W - 1) / W.
+//   the ring-allreduce bus bandwidth alg_bw * 2 (W - 1) / W; and the largest
+//   process's peak resident memory over the benchmark (runtime_info.hpp).
 
 namespace dpstudy {
 
@@ -86,8 +88,9 @@ class Collector : public benchmark::BenchmarkReporter {
   const std::map<std::string, std::size_t>& index_;
 };
 
-const char* kCounters[] = {"samples_per_s", "steps_per_s", "comm_fraction", "alg_bytes_per_s", "bus_bytes_per_s"};
-const char* kCounterUnits[] = {"samples/s", "steps/s", "fraction", "bytes/s", "bytes/s"};
+const char* kCounters[] = {"samples_per_s",   "steps_per_s",     "comm_fraction",
+                           "alg_bytes_per_s", "bus_bytes_per_s", "peak_rss_mib"};
+const char* kCounterUnits[] = {"samples/s", "steps/s", "fraction", "bytes/s", "bytes/s", "MiB"};
 
 void write_table(const std::string& path, const ThroughputOptions& o, const std::vector<ThroughputPoint>& points,
                  const std::vector<Row>& rows) {
@@ -190,6 +193,7 @@ int run_throughput(std::vector<ThroughputPoint> points, const ThroughputOptions&
     index[p->name] = i;
     const std::int64_t warmup = options.warmup_steps > 0 ? options.warmup_steps : p->steps_per_period;
     auto* b = benchmark::RegisterBenchmark(p->name.c_str(), [p, warmup, &slowest](benchmark::State& state) {
+      const bool fresh = p->member && reset_peak_memory();
       if (p->member) {
         p->setup();
         p->run(warmup);
@@ -207,6 +211,9 @@ int run_throughput(std::vector<ThroughputPoint> points, const ThroughputOptions&
         bytes += s.bytes;
         ++periods;
       }
+      // The largest process's peak over setup, warm-up and the timed periods (-1: unknown on all of them).
+      const double own = fresh ? peak_memory_mib() : -1;
+      const double peak = slowest(std::isfinite(own) ? own : -1);
       if (p->member) p->teardown();
       if (seconds <= 0) return;
       const double alg = double(bytes) / seconds;
@@ -215,6 +222,7 @@ int run_throughput(std::vector<ThroughputPoint> points, const ThroughputOptions&
       state.counters["comm_fraction"] = comm / seconds;
       state.counters["alg_bytes_per_s"] = alg;
       state.counters["bus_bytes_per_s"] = alg * 2.0 * double(p->workers - 1) / double(p->workers);
+      state.counters["peak_rss_mib"] = peak >= 0 ? peak : kNaN;
     });
     b->UseManualTime()->Unit(benchmark::kMillisecond);
     if (options.iterations > 0) b->Iterations(options.iterations);

@@ -53,6 +53,7 @@ class Throughput(TempFolderTest):
             self.assertEqual(b["iterations"], 3)
             self.assertGreater(b["samples_per_s"], 0)
             self.assertTrue(0 <= b["comm_fraction"] < 1)
+            self.assertTrue(10 < b["peak_rss_mib"] < 65536, b)
         by = {b["run_name"].split("/procs")[0]: b for b in runs}
         w2s4 = by["mlp-mnist/workers:2/batch:10/sync:4"]
         # A period is H = 4 steps of 2 x 10 samples: samples/s = 20 x steps/s.
@@ -66,6 +67,7 @@ class Throughput(TempFolderTest):
             self.assertEqual(list(t["workers"][()]), [1, 1, 2, 2])
             self.assertEqual(list(t["sync_period"][()]), [1, 4, 1, 4])
             self.assertEqual(t["samples_per_s"].attrs["units"], "samples/s")
+            self.assertEqual(t["peak_rss_mib"].attrs["units"], "MiB")
             for i, b in enumerate(runs):
                 self.assertAlmostEqual(t["samples_per_s"][i], b["samples_per_s"], delta=1e-6 * b["samples_per_s"])
                 self.assertAlmostEqual(t["time_per_period_s"][i] * 1e3, b["real_time"], delta=1e-6 * b["real_time"])
