@@ -4,11 +4,13 @@
 
 #include <dlfcn.h>
 #include <limits.h>
-#include <malloc.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>  // malloc_trim
+#endif
 
 #include <algorithm>
 #include <cmath>
