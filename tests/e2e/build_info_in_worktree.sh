@@ -23,7 +23,8 @@ git -C "$repo" add -A
 git -C "$repo" commit -qm one
 git -C "$repo" worktree add -q -b side "$tmp/wt"
 commit=$(git -C "$tmp/wt" rev-parse HEAD)
-"$cmake" -S "$tmp/wt" -B "$tmp/build" -G "$generator" > "$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; exit 1; }
+"$cmake" -S "$tmp/wt" -B "$tmp/build" -G "$generator" > "$tmp/configure.log" 2>&1 || {
+  cat "$tmp/configure.log"; exit 1; }
 grep -q "git_commit = \"$commit\"" "$tmp/build/generated/build_info.cpp" || {
   echo "build_info.cpp does not name commit $commit:"; grep git_commit "$tmp/build/generated/build_info.cpp"; exit 1; }
 deps=$(cat "$tmp/build/CMakeFiles/Makefile.cmake" "$tmp/build/build.ninja" 2>/dev/null || true)

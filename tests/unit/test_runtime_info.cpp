@@ -52,7 +52,9 @@ TEST(RuntimeInfo, ThisProcessMayRunOnSomeOfTheOnlineCpus) {
 }
 
 TEST(RuntimeInfo, APeakOfMemoryIsSeenAndARestartLeavesItOut) {
-  if (!reset_peak_memory()) GTEST_SKIP() << "this kernel does not let a process restart its peak (/proc/self/clear_refs)";
+  if (!reset_peak_memory()) {
+    GTEST_SKIP() << "this kernel does not let a process restart its peak (/proc/self/clear_refs)";
+  }
   const double before = peak_memory_mib();
   ASSERT_TRUE(std::isfinite(before));
   {
