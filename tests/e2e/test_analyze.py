@@ -627,6 +627,31 @@ class Analyze(TempFolderTest):
                                "--style: 'area' is not one of: bars, band")):
             self.assertIn(message, self.analyze(*args, status=2))
 
+    def test_plot_bands_stay_within_what_the_metric_can_take(self):
+        """A t interval over 2 seeds reaches far past an accuracy's 0 and 1: the plotted band is cut there, and
+        says so; the table keeps the interval uncut."""
+        study = os.path.join(self.tmp, "spread")
+        shutil.copytree(self.batch, study)
+        with h5py.File(os.path.join(study, "index.h5"), "r+") as f:
+            seeds = f["index/seed"][()]
+            f["index/final_test_accuracy"][...] = [0.02 if s == seeds.min() else 0.98 for s in seeds]
+        rows = list(csv.DictReader(io.StringIO(self.analyze("summary", study, "--by", "batch_size", "--format", "csv"))))
+        self.assertLess(float(rows[0]["ci95 low (fraction)"]), -1)
+        self.assertGreater(float(rows[0]["ci95 high (fraction)"]), 2)
+        path = os.path.join(self.tmp, "spread.svg")
+        for style in ("bars", "band"):
+            out = self.analyze("plot", study, "--kind", "summary", "--by", "batch_size", "--style", style,
+                               "--output", path)
+            self.assertIn("# the band's ends are cut at final_test_accuracy's range, 0 to 1", out)
+            with open(path) as f:
+                ticks = [float(t) for t in re.findall(r"<tspan[^>]*>\s*(-?[0-9.]+)</tspan>", f.read())]
+            self.assertTrue(ticks)
+            self.assertGreaterEqual(min(ticks), 0, f"{style}: an axis reaches below 0: {ticks}")
+        # A band within them (the runs' min to max) is drawn as it is, with no note.
+        out = self.analyze("plot", self.batch, "--kind", "summary", "--by", "batch_size", "--interval", "range",
+                           "--output", path)
+        self.assertNotIn("cut at", out)
+
     def test_plots(self):
         for kind, args in (("summary", ["--by", "overlap,sync_period", "--where", "lr=0.05"]),
                            ("curves", ["--by", "sync_period", "--where", "lr=0.05", "--x", "epoch"]),

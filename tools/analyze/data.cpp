@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -303,6 +304,15 @@ std::string metric_unit(const Runs& r, const std::string& metric) {
     }
   }
   return unit == "1" ? "" : unit;
+}
+
+Range natural_range(const std::string& unit) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  if (unit == "fraction") return {0, 1};
+  static const std::set<std::string> non_negative = {"s",     "samples/s", "steps/s", "step",  "samples", "epoch",
+                                                     "count", "MiB",       "bytes",   "bytes/s", "nats",  "L2 norm"};
+  if (non_negative.count(unit)) return {0, inf};
+  return {-inf, inf};
 }
 
 std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& keys, bool include_diverged) {

@@ -65,6 +65,13 @@ std::string pooled_note(const Runs& r, const std::vector<std::string>& held);
 // metrics that exist when it names none.
 std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric);
 std::string metric_unit(const Runs& r, const std::string& metric);
+// The values a quantity of this unit can take: [0, 1] for a fraction, [0, inf)
+// for times, rates, counts, sizes, losses and norms, else (-inf, inf). Plots cut
+// their bands there; a t interval of few seeds can reach past them.
+struct Range {
+  double lo, hi;
+};
+Range natural_range(const std::string& unit);
 
 struct Group {
   std::vector<std::string> key_values;  // one per grouping key

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "commands.hpp"
 #include "dpstudy/error.hpp"
@@ -37,12 +38,33 @@ std::string key_placement(std::size_t longest_title) {
   return longest_title > 30 ? "set key below\n" : "";
 }
 
+// An interval's ends cut to the values the quantity can take (an accuracy's t
+// interval over 2 seeds can reach below 0); `cut` says that one was.
+struct Clamp {
+  Range range{-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  std::string quantity;
+  bool cut = false;
+  double operator()(double v) {
+    if (std::isnan(v)) return v;  // a point where no run has a value
+    const double c = std::min(std::max(v, range.lo), range.hi);
+    cut = cut || c != v;
+    return c;
+  }
+  // A line under the figure's "wrote" line, since the tables give the ends uncut.
+  void note() const {
+    if (!cut) return;
+    std::printf("# the band's ends are cut at %s's range, %s to %s (the tables give them uncut)\n", quantity.c_str(),
+                format_number(range.lo).c_str(), std::isinf(range.hi) ? "inf" : format_number(range.hi).c_str());
+  }
+};
+
 }  // namespace
 
 void plot(const Runs& r, const Options& o) {
   if (o.output.empty()) throw UsageError("plot needs --output FILE.png or FILE.svg");
   const std::string term = terminal_for(o.output);
   std::ostringstream data, script;
+  Clamp clamp;  // summary and curves: the band's ends, cut to the quantity's range
   script << "set terminal " << term << "\nset grid\nset key outside right top\n";
   if (o.kind == "summary") {
     if (o.by.empty() || o.by.size() > 2) throw UsageError("plot --kind summary needs --by X or --by X,LINES");
@@ -51,6 +73,7 @@ void plot(const Runs& r, const Options& o) {
     std::set<std::string> off_axis;  // x values that are not numbers (sync_period=never)
     int block = 0;
     std::size_t longest_title = 0;
+    clamp = Clamp{natural_range(metric_unit(r, o.metric)), o.metric};
     const std::vector<Group> lines = group_runs(r, lines_keys, o.include_diverged);
     const std::vector<std::string> names = line_names(lines_keys, lines);
     for (std::size_t li = 0; li < lines.size(); ++li) {
@@ -71,8 +94,8 @@ void plot(const Runs& r, const Options& o) {
         const stats::Describe d = stats::describe(finite(metric_values(r, g.runs, o.metric)));
         if (d.n == 0) continue;
         const auto [lo, hi] = interval_ends(d, o.interval);
-        data << g.key_values[0] << " " << format_number(d.mean) << " " << format_number(lo) << " " << format_number(hi)
-             << "\n";
+        data << g.key_values[0] << " " << format_number(d.mean) << " " << format_number(clamp(lo)) << " "
+             << format_number(clamp(hi)) << "\n";
       }
       data << "\n\n";
       const std::string index = "datafile index " + std::to_string(block) + " ", colour = " lc " + std::to_string(block + 1);
@@ -110,14 +133,15 @@ void plot(const Runs& r, const Options& o) {
     std::size_t longest_title = 0;
     std::vector<std::string> plots;
     const std::vector<Curve> curves = curves_of(r, o);
+    clamp = Clamp{natural_range(metric_unit(r, o.series)), o.series};
     std::vector<Group> lines;
     for (const Curve& c : curves) lines.push_back(Group{c.key_values, c.runs, 0});
     const std::vector<std::string> names = line_names(o.by, lines);
     for (std::size_t ci = 0; ci < curves.size(); ++ci) {
       const Curve& c = curves[ci];
       for (std::size_t i = 0; i < c.x.size(); ++i) {
-        data << format_number(c.x[i]) << " " << format_number(c.mean[i]) << " " << format_number(c.lo[i]) << " "
-             << format_number(c.hi[i]) << "\n";
+        data << format_number(c.x[i]) << " " << format_number(c.mean[i]) << " " << format_number(clamp(c.lo[i])) << " "
+             << format_number(clamp(c.hi[i])) << "\n";
       }
       data << "\n\n";
       const std::string title = names[ci];
@@ -176,6 +200,7 @@ void plot(const Runs& r, const Options& o) {
   script << "\n";
   run_gnuplot(script.str(), data.str(), o.output);
   std::printf("wrote %s\n", o.output.c_str());
+  clamp.note();
   // steps and best_lr pick one trial per batch size; a report has the note in its tables
   if (o.command == "plot" && (o.kind == "summary" || o.kind == "curves")) {
     if (const std::string note = pooled_note(r, o.by); !note.empty()) std::printf("# %s\n", note.c_str());
