@@ -652,6 +652,30 @@ class Analyze(TempFolderTest):
                            "--output", path)
         self.assertNotIn("cut at", out)
 
+    def test_plot_names_are_never_parsed(self):
+        """A quote in the output's or $TMPDIR's name reached gnuplot's script (and a shell) unquoted; a missing
+        gnuplot or scratch folder is named as such."""
+        folder = os.path.join(self.tmp, "it's here")
+        os.makedirs(folder)
+        path = os.path.join(folder, "o'clock.svg")
+        self.analyze("plot", self.batch, "--kind", "curves", "--by", "batch_size", "--output", path)
+        with open(path) as f:
+            self.assertIn("<svg", f.read())
+
+        def plot(**env):
+            return subprocess.run([ANALYZE, "plot", self.batch, "--kind", "summary", "--by", "batch_size", "--output",
+                                   os.path.join(self.tmp, "env.svg")], capture_output=True, text=True, timeout=120,
+                                  env={**os.environ, **env})
+        r = plot(TMPDIR=folder)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.listdir(folder), ["o'clock.svg"])  # the scratch files are gone
+        r = plot(TMPDIR=os.path.join(self.tmp, "no such folder"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("no such folder: cannot create a scratch folder for gnuplot here", r.stderr)
+        r = plot(PATH=os.path.join(self.tmp, "no such folder"))
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("gnuplot was not found on the PATH: apt-get install gnuplot-nox", r.stderr)
+
     def test_plots(self):
         for kind, args in (("summary", ["--by", "overlap,sync_period", "--where", "lr=0.05"]),
                            ("curves", ["--by", "sync_period", "--where", "lr=0.05", "--x", "epoch"]),

@@ -1,12 +1,18 @@
 #include "output.hpp"
 
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <utility>
 
 #include "dpstudy/error.hpp"
 #include "dpstudy/file_io.hpp"
@@ -119,6 +125,12 @@ std::string terminal_for(const std::string& output) {
   throw ConfigError("output", output, "must end in .png or .svg");
 }
 
+std::string gnuplot_quoted(const std::string& text) {
+  std::string q = "'";  // in gnuplot's single quotes nothing is special but the quote, written twice
+  for (char c : text) q += c == '\'' ? std::string("''") : std::string(1, c);
+  return q + "'";
+}
+
 void run_gnuplot(const std::string& script, const std::string& data, const std::string& output) {
   // A folder that is not there is the user's to fix, not gnuplot's to report.
   std::string folder = std::filesystem::path(output).parent_path().string();
@@ -126,21 +138,48 @@ void run_gnuplot(const std::string& script, const std::string& data, const std::
   if (::access(folder.c_str(), W_OK) != 0) {
     throw ConfigError("output", output, "is in a folder that does not exist or cannot be written (" + folder + ")");
   }
-  const std::string base = temp_folder() + "/dpstudy-plot-" + std::to_string(getpid());
-  {
-    std::ofstream(base + ".dat") << data;
-    std::ofstream(base + ".gp") << "datafile = '" << base << ".dat'\nset output '" << output << "'\n" << script;
+  if (output.find_first_of("\n\r") != std::string::npos) {
+    throw ConfigError("output", output, "has a line break in its name, which a gnuplot script cannot hold");
   }
-  const std::string cmd = "gnuplot '" + base + ".gp' 2>" + base + ".err";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream err(base + ".err");
-  const std::string message((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
-  std::remove((base + ".dat").c_str());
-  std::remove((base + ".gp").c_str());
-  std::remove((base + ".err").c_str());
-  if (rc != 0) {
-    throw UsageError("gnuplot failed (is it installed? apt-get install gnuplot-nox, or spack install gnuplot): " +
-                     message);
+  // A folder of our own for the script, its data and gnuplot's messages: no
+  // clash between plots made at once, whatever $TMPDIR's name holds.
+  std::string scratch = temp_folder() + "/dpstudy-plot-XXXXXX";
+  if (::mkdtemp(scratch.data()) == nullptr) {
+    throw DataError(temp_folder(), std::string("cannot create a scratch folder for gnuplot here: ") +
+                                       std::strerror(errno) + " (set TMPDIR to a writable folder)");
+  }
+  struct Remove {
+    std::string dir;
+    ~Remove() { remove_tree(dir); }
+  } remove{scratch};
+  const std::string gp = scratch + "/plot.gp", dat = scratch + "/plot.dat", err = scratch + "/gnuplot.err";
+  for (const auto& [path, text] : {std::pair<std::string, std::string>{dat, data},
+                                   {gp, "datafile = " + gnuplot_quoted(dat) + "\nset output " +
+                                            gnuplot_quoted(output) + "\n" + script}}) {
+    std::ofstream f(path);
+    f << text;
+    f.close();
+    if (!f) throw DataError(path, "cannot write the plot's input (a full disk?); set TMPDIR elsewhere");
+  }
+  // gnuplot run directly, not through a shell, so that no name is ever parsed as a command.
+  const pid_t child = ::fork();
+  if (child < 0) throw Error(std::string("cannot start gnuplot: fork failed: ") + std::strerror(errno));
+  if (child == 0) {
+    const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) ::dup2(fd, STDERR_FILENO);
+    ::execlp("gnuplot", "gnuplot", gp.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::ifstream in(err);
+  const std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && message.empty()) {
+    throw UsageError("gnuplot was not found on the PATH: apt-get install gnuplot-nox, or spack install gnuplot");
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw UsageError("gnuplot failed writing " + output + ": " + message);
   }
 }
 

@@ -22,13 +22,8 @@ namespace {
 // A gnuplot title expression: the text, and under it the --where filters, so a
 // figure that shows a slice of a study says which.
 std::string plot_title(const std::string& text, const Options& o) {
-  const auto quoted = [](const std::string& x) {  // gnuplot's single quotes: '' is a quote
-    std::string q = "'";
-    for (char c : x) q += c == '\'' ? std::string("''") : std::string(1, c);
-    return q + "'";
-  };
-  std::string t = quoted(text);
-  if (!o.where.empty()) t += ".\"\\n\"." + quoted(join(o.where, ", "));
+  std::string t = gnuplot_quoted(text);
+  if (!o.where.empty()) t += ".\"\\n\"." + gnuplot_quoted(join(o.where, ", "));
   return t + " noenhanced";
 }
 
@@ -101,7 +96,7 @@ void plot(const Runs& r, const Options& o) {
       const std::string index = "datafile index " + std::to_string(block) + " ", colour = " lc " + std::to_string(block + 1);
       const std::string text = lines_keys.empty() ? o.metric : names[li];
       longest_title = std::max(longest_title, text.size());
-      const std::string title = " title '" + text + "'";
+      const std::string title = " title " + gnuplot_quoted(text);
       if (o.interval == "none") {
         plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + title);
       } else if (o.style == "band") {
@@ -112,8 +107,8 @@ void plot(const Runs& r, const Options& o) {
       }
       ++block;
     }
-    script << "set xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "'\nset ylabel '" << with_unit(o.metric, metric_unit(r, o.metric))
-           << "'\nset title " << plot_title(o.metric + ": " + mean_and(o) + " over seeds", o) << "\n"
+    script << "set xlabel " << gnuplot_quoted(with_unit(o.by[0], metric_unit(r, o.by[0]))) << "\nset ylabel "
+           << gnuplot_quoted(with_unit(o.metric, metric_unit(r, o.metric))) << "\nset title " << plot_title(o.metric + ": " + mean_and(o) + " over seeds", o) << "\n"
            << "set offsets graph 0.05, graph 0.05, 0, 0\nset xlabel noenhanced\nset ylabel noenhanced\nset key noenhanced\n";
     if (o.log_x) script << "set logscale x 10\n";
     if (data.str().find_first_not_of("\n") == std::string::npos && !off_axis.empty()) {
@@ -151,11 +146,11 @@ void plot(const Runs& r, const Options& o) {
                         std::to_string(block + 1) + " notitle");
       }
       plots.push_back("datafile index " + std::to_string(block) + " using 1:2 with linespoints lw 2 pt 7 lc " + std::to_string(block + 1) +
-                      " title '" + title + "'");
+                      " title " + gnuplot_quoted(title));
       ++block;
     }
-    script << "set xlabel '" << with_unit(o.x, metric_unit(r, o.x)) << "' noenhanced\nset ylabel '"
-           << with_unit(o.series, metric_unit(r, o.series)) << "' noenhanced\nset key noenhanced\n"
+    script << "set xlabel " << gnuplot_quoted(with_unit(o.x, metric_unit(r, o.x))) << " noenhanced\nset ylabel "
+           << gnuplot_quoted(with_unit(o.series, metric_unit(r, o.series))) << " noenhanced\nset key noenhanced\n"
            << "set title " << plot_title("learning curves: " + mean_and(o) + " over seeds", o) << "\n"
            << key_placement(longest_title) << "plot ";
     for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
@@ -173,8 +168,9 @@ void plot(const Runs& r, const Options& o) {
       px = x;
       ps = rc.best;
     }
-    script << "set logscale xy 2\nset xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "' noenhanced\nset ylabel 'steps to " << o.series
-           << " " << num(o.target) << " (steps)' noenhanced\nset title " << plot_title("steps to result", o) << "\n"
+    script << "set logscale xy 2\nset xlabel " << gnuplot_quoted(with_unit(o.by[0], metric_unit(r, o.by[0])))
+           << " noenhanced\nset ylabel " << gnuplot_quoted("steps to " + o.series + " " + num(o.target) + " (steps)")
+           << " noenhanced\nset title " << plot_title("steps to result", o) << "\n"
            << "plot datafile using 1:2 with linespoints lw 2 pt 7 title 'best trial', "
            << "datafile using 1:3 with lines dt 2 lw 2 title 'perfect scaling', "
            << "datafile using 1:2:4 with labels noenhanced offset 0,1.2 font ',9' notitle";
@@ -189,7 +185,8 @@ void plot(const Runs& r, const Options& o) {
       data << format_number(x) << " " << format_number(rc.best_lr) << " " << format_number(l0 * x / x0) << " "
            << format_number(l0 * std::sqrt(x / x0)) << "\n";
     }
-    script << "set logscale xy 2\nset xlabel '" << with_unit(o.by[0], metric_unit(r, o.by[0])) << "' noenhanced\n"
+    script << "set logscale xy 2\nset xlabel " << gnuplot_quoted(with_unit(o.by[0], metric_unit(r, o.by[0])))
+           << " noenhanced\n"
            << "set ylabel 'learning rate of the best trial' noenhanced\nset title " << plot_title("best learning rate", o) << "\n"
            << "plot datafile using 1:2 with linespoints lw 2 pt 7 title 'best trial', "
            << "datafile using 1:3 with lines dt 2 lw 2 title 'linear rule', "
