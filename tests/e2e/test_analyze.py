@@ -635,7 +635,8 @@ class Analyze(TempFolderTest):
         with h5py.File(os.path.join(study, "index.h5"), "r+") as f:
             seeds = f["index/seed"][()]
             f["index/final_test_accuracy"][...] = [0.02 if s == seeds.min() else 0.98 for s in seeds]
-        rows = list(csv.DictReader(io.StringIO(self.analyze("summary", study, "--by", "batch_size", "--format", "csv"))))
+        rows = list(csv.DictReader(io.StringIO(
+            self.analyze("summary", study, "--by", "batch_size", "--format", "csv"))))
         self.assertLess(float(rows[0]["ci95 low (fraction)"]), -1)
         self.assertGreater(float(rows[0]["ci95 high (fraction)"]), 2)
         path = os.path.join(self.tmp, "spread.svg")

@@ -108,7 +108,8 @@ void plot(const Runs& r, const Options& o) {
       ++block;
     }
     script << "set xlabel " << gnuplot_quoted(with_unit(o.by[0], metric_unit(r, o.by[0]))) << "\nset ylabel "
-           << gnuplot_quoted(with_unit(o.metric, metric_unit(r, o.metric))) << "\nset title " << plot_title(o.metric + ": " + mean_and(o) + " over seeds", o) << "\n"
+           << gnuplot_quoted(with_unit(o.metric, metric_unit(r, o.metric))) << "\nset title "
+           << plot_title(o.metric + ": " + mean_and(o) + " over seeds", o) << "\n"
            << "set offsets graph 0.05, graph 0.05, 0, 0\nset xlabel noenhanced\nset ylabel noenhanced\nset key noenhanced\n";
     if (o.log_x) script << "set logscale x 10\n";
     if (data.str().find_first_not_of("\n") == std::string::npos && !off_axis.empty()) {
