@@ -157,6 +157,18 @@ class LauncherInput(Workspace):
         r = launcher(self.study, *args, "--", "--data_dir", self.data, cwd=self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("warning", r.stderr)
+        # Slurm's D-HH[:MM] forms with 0 days (read as minutes and seconds before), and no limit at all.
+        for limit, seconds in (("0-0:05", 300), ("0-1", None), ("0-0:20", None), ("UNLIMITED", None), ("0", None)):
+            r = launcher(self.study, "--workload", EXE, "--time", limit, "--checkpoint-interval", "600",
+                         "--requeue-before", "0", "--", "--data_dir", self.data, cwd=self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            if seconds:
+                self.assertIn(f"warning: --time {limit} ({seconds} s) is not longer than one checkpoint", r.stderr)
+            else:
+                self.assertNotIn("warning", r.stderr, limit)
+        r = launcher(self.study, "--workload", EXE, "--time", "0-12", "--requeue-before", "900", "--",
+                     "--data_dir", self.data, cwd=self.tmp)
+        self.assertNotIn("requeues at once", r.stderr)
 
     def test_the_studys_own_warnings_come_before_submission(self):
         # The workload's dry run warns of a key that changes nothing; the launcher said nothing of it.
