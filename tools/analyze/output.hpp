@@ -21,10 +21,10 @@ Format parse_format(const std::string& text);
 // To `out` (standard output unless given).
 void print(const std::vector<Table>& tables, Format format, std::FILE* out = stdout);
 
-// Runs gnuplot on `script` (which reads the data file `data`), writing `output`
-// (.png or .svg). UsageError when gnuplot is missing or fails.
 // `text` as a gnuplot string: single quotes, each quote in it doubled.
 std::string gnuplot_quoted(const std::string& text);
+// Runs gnuplot on `script` (which reads the data file `data`), writing `output`
+// (.png or .svg). UsageError when gnuplot is missing or fails.
 void run_gnuplot(const std::string& script, const std::string& data, const std::string& output);
 std::string terminal_for(const std::string& output);
 
