@@ -256,9 +256,10 @@ class OnOneNodeCluster(Workspace):
     def test_scancel_stops_the_study_at_checkpoints_and_it_resumes(self):
         # scancel sends SIGTERM (SIGKILL after KillWait): the study checkpoints its
         # running run and stops; started again, it resumes to one process's bits.
-        # The results folder has a space and a '#', which #SBATCH lines must escape.
+        # The results folder has a space and a '#', which #SBATCH lines must escape, and a '%', which sbatch
+        # would expand (%j: the job id) in the log's name.
         reference = self.longer_study_and_its_reference()
-        output = os.path.join(self.tmp, "my results #2")
+        output = os.path.join(self.tmp, "my results #2 %j")
         results = os.path.join(output, "slurmtest")
         with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
             env = dict(cluster.env, **MPI_ENV)
