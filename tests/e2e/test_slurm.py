@@ -147,6 +147,30 @@ class LauncherInput(Workspace):
         with open(os.path.join(self.tmp, "results", "slurmtest", "slurm.sbatch")) as f:
             self.assertIn('#SBATCH --job-name="my study"\n', f.read())
 
+    def test_the_jobs_own_workload_arguments_are_checked_before_it_queues(self):
+        # An option the script sets, given again after --, made a job that failed at its start
+        # ("option '--threads' cannot be specified more than once").
+        for given, instead in ((["--threads", "2"], "--cpus-per-task"), (["--output=elsewhere"], "--output"),
+                               (["--checkpoint_interval", "60"], "--checkpoint-interval"),
+                               (["--device", "cuda"], "--gpus-per-task")):
+            r = launcher(self.study, "--workload", EXE, "--", "--data_dir", self.data, *given, cwd=self.tmp)
+            self.assertEqual(r.returncode, 2, given)
+            self.assertIn(f"{given[0].split('=')[0]} after --: the batch script sets it from {instead}", r.stderr)
+        # The launcher's own values go through the workload's checks too: a negative checkpoint interval
+        # was written into the script unchecked.
+        r = launcher(self.study, "--workload", EXE, "--checkpoint-interval", "-3", "--", "--data_dir", self.data,
+                     cwd=self.tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--checkpoint_interval: '-3' must be a number of seconds >= 0", r.stderr)
+        # Except the thread count, which the workload checks against the cores of the node it runs on:
+        # those of a compute node, not of this one.
+        cpus = str(64 * (os.cpu_count() or 1))
+        r = launcher(self.study, "--workload", EXE, "--cpus-per-task", cpus, "--", "--data_dir", self.data,
+                     cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.tmp, "results", "slurmtest", "slurm.sbatch")) as f:
+            self.assertIn(f"--threads {cpus} --checkpoint_interval 300", f.read())
+
     def test_a_time_limit_shorter_than_a_checkpoint_interval_warns_without_the_stop_before_it(self):
         # The stop before the limit checkpoints every running run; without it
         # (--requeue-before 0) only the periodic checkpoints are left.
