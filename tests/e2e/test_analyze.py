@@ -648,6 +648,13 @@ class Analyze(TempFolderTest):
                 ticks = [float(t) for t in re.findall(r"<tspan[^>]*>\s*(-?[0-9.]+)</tspan>", f.read())]
             self.assertTrue(ticks)
             self.assertGreaterEqual(min(ticks), 0, f"{style}: an axis reaches below 0: {ticks}")
+        # A report says it under the figure.
+        report = os.path.join(self.tmp, "spread-report")
+        os.makedirs(report)
+        self.analyze("report", study, "--by", "batch_size", "--output", report)
+        with open(os.path.join(report, "report.md")) as f:
+            self.assertIn("](summary.png)\n\nIn this figure the band's ends are cut at final_test_accuracy's range, "
+                          "0 to 1 (the tables give them uncut).", f.read())
         # A band within them (the runs' min to max) is drawn as it is, with no note.
         out = self.analyze("plot", self.batch, "--kind", "summary", "--by", "batch_size", "--interval", "range",
                            "--output", path)

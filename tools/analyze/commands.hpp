@@ -100,8 +100,9 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o);
 std::string regime(double x0, double s0, double x1, double s1);
 std::vector<Table> steps_to_result(const Runs& r, const Options& o);
 
-// plot.cpp, report.cpp: files written to --output.
-void plot(const Runs& r, const Options& o);
+// plot.cpp, report.cpp: files written to --output. plot returns a note for
+// under the figure (bands cut at the metric's range), or "".
+std::string plot(const Runs& r, const Options& o);
 void report(const Runs& r, const Options& o);
 
 }  // namespace analyze

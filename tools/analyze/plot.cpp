@@ -45,17 +45,17 @@ struct Clamp {
     cut = cut || c != v;
     return c;
   }
-  // A line under the figure's "wrote" line, since the tables give the ends uncut.
-  void note() const {
-    if (!cut) return;
-    std::printf("# the band's ends are cut at %s's range, %s to %s (the tables give them uncut)\n", quantity.c_str(),
-                format_number(range.lo).c_str(), std::isinf(range.hi) ? "inf" : format_number(range.hi).c_str());
+  // Said under the figure, since the tables give the ends uncut; empty when none was cut.
+  std::string note() const {
+    if (!cut) return "";
+    return "the band's ends are cut at " + quantity + "'s range, " + format_number(range.lo) + " to " +
+           (std::isinf(range.hi) ? "inf" : format_number(range.hi)) + " (the tables give them uncut)";
   }
 };
 
 }  // namespace
 
-void plot(const Runs& r, const Options& o) {
+std::string plot(const Runs& r, const Options& o) {
   if (o.output.empty()) throw UsageError("plot needs --output FILE.png or FILE.svg");
   const std::string term = terminal_for(o.output);
   std::ostringstream data, script;
@@ -198,11 +198,13 @@ void plot(const Runs& r, const Options& o) {
   script << "\n";
   run_gnuplot(script.str(), data.str(), o.output);
   std::printf("wrote %s\n", o.output.c_str());
-  clamp.note();
+  const std::string cut = clamp.note();
+  if (!cut.empty()) std::printf("# %s\n", cut.c_str());
   // steps and best_lr pick one trial per batch size; a report has the note in its tables
   if (o.command == "plot" && (o.kind == "summary" || o.kind == "curves")) {
     if (const std::string note = pooled_note(r, o.by); !note.empty()) std::printf("# %s\n", note.c_str());
   }
+  return cut;
 }
 
 }  // namespace dpstudy::analyze

@@ -124,8 +124,9 @@ void report(const Runs& r, const Options& o) {
     std::fprintf(out, "```sh\ndpstudy-analyze %s\n```\n\n",
                  command("plot", kind, " --by " + join(keys, ",") + " --output " + file, {"by", "output"}).c_str());
     try {
-      plot(r, f);
+      const std::string note = plot(r, f);
       std::fprintf(out, "![%s by %s](%s)\n\n", kind.c_str(), join(keys, ", ").c_str(), file.c_str());
+      if (!note.empty()) std::fprintf(out, "In this figure %s.\n\n", note.c_str());
     } catch (const std::exception& e) {
       std::fprintf(out, "(no figure: %s)\n\n", e.what());
     }
