@@ -172,7 +172,10 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       const std::string what = fam + ", " + levels[p.a].key_values[0] + " vs " + levels[p.b].key_values[0];
       welch.push_back(p_or_nan([&] { return stats::welch_t(b, a); }, pw.notes, what + ", Welch"));
       mwu.push_back(p_or_nan([&] { return stats::mann_whitney_u(b, a); }, pw.notes, what + ", Mann-Whitney"));
-      const auto [pa, pb] = paired(fr, levels[p.a], levels[p.b], o.metric);
+      // Named, not a structured binding: C++17 lets no lambda capture one (GCC allows it, Clang before 16 not).
+      const auto matched = paired(fr, levels[p.a], levels[p.b], o.metric);
+      const std::vector<double>& pa = matched.first;
+      const std::vector<double>& pb = matched.second;
       npairs.push_back(pa.size());
       pt.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::paired_t(pb, pa); }, pw.notes, what + ", paired t")
                                   : std::nan(""));
