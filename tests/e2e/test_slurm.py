@@ -159,6 +159,10 @@ class LauncherInput(Workspace):
             r = launcher(self.study, "--workload", EXE, "--", "--data_dir", self.data, *given, cwd=self.tmp)
             self.assertEqual(r.returncode, 2, given)
             self.assertIn(f"{given[0].split('=')[0]} after --: the batch script sets it from {instead}", r.stderr)
+        # An abbreviation the workload takes for one of them is refused by its own parser.
+        r = launcher(self.study, "--workload", EXE, "--", "--data_dir", self.data, "--thread", "2", cwd=self.tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("option '--threads' cannot be specified more than once", r.stderr)
         # The launcher's own values go through the workload's checks too: a negative checkpoint interval
         # was written into the script unchecked.
         r = launcher(self.study, "--workload", EXE, "--checkpoint-interval", "-3", "--", "--data_dir", self.data,
