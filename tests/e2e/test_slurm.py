@@ -13,6 +13,7 @@ usage: test_slurm.py input|cluster LAUNCHER WORKLOAD_EXE DPSTUDY_DATA
 """
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -85,8 +86,10 @@ class LauncherInput(Workspace):
                      "#SBATCH --partition=gpu", "#SBATCH --requeue", "#SBATCH --signal=B:USR1@120",
                      f"#SBATCH --output={results}/slurm-%j.out", "trap requeue USR1"):
             self.assertIn(line, script)
-        self.assertRegex(script, r"srun --mpi=pmix --kill-on-bad-exit=1 --ntasks=8 .*dpstudy-mlp-mnist --study "
-                         + r".*slurmtest.ini --output results --threads 1 .*--data_dir")
+        # The executable's path in shell quotes where it needs them (a build folder with a space in its path).
+        self.assertRegex(script, r"srun --mpi=pmix --kill-on-bad-exit=1 --ntasks=8 .* "
+                         + re.escape(shlex.quote(os.path.abspath(EXE)))
+                         + r" --study .*slurmtest.ini --output results --threads 1 .*--data_dir")
         self.assertNotIn("--gpus-per-task", script)
         self.assertNotIn("--array", script)
         self.assertEqual(subprocess.run(["bash", "-n", os.path.join(results, "slurm.sbatch")]).returncode, 0)
