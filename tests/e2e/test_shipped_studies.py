@@ -8,6 +8,7 @@ usage: test_shipped_studies.py SOURCE_DIR SLURM_LAUNCHER NAME=EXE...
 """
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -113,7 +114,7 @@ class ShippedStudies(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("# study lee2021-mini: 32 runs", r.stdout)
         with open(script) as f:
-            self.assertIn(os.path.realpath(exe) + " --study", f.read())
+            self.assertIn(shlex.quote(os.path.realpath(exe)) + " --study", f.read())
         os.remove(script)
         for entry in os.listdir(self.tmp):  # the launcher makes the results folder for Slurm's log
             os.rmdir(os.path.join(self.tmp, entry))
