@@ -129,23 +129,20 @@ class LauncherInput(Workspace):
         self.assertEqual(r.returncode, 2)
         self.assertIn("was built without CUDA", r.stderr)
 
+    def refused(self, message, *args):
+        """The launcher, run on this workspace's study with `args`, exits 2 saying `message`."""
+        r = launcher(self.study, *args, cwd=self.tmp)
+        self.assertEqual(r.returncode, 2, f"{args}: {r.stderr}")
+        self.assertIn(message, r.stderr)
+
     def test_unknown_options_and_bad_values(self):
-        r = launcher(self.study, "--workload", EXE, "--tasks_per_node", "2", cwd=self.tmp)
-        self.assertEqual(r.returncode, 2)
-        self.assertIn("unrecognized arguments: --tasks_per_node 2", r.stderr)
-        r = launcher(self.study, "--workload", EXE, "--time", "two hours", cwd=self.tmp)
-        self.assertEqual(r.returncode, 2)
-        self.assertIn("--time 'two hours': expected a Slurm time limit", r.stderr)
-        r = launcher(self.study, "--workload", EXE, "--requeue-before", "70000", cwd=self.tmp)
-        self.assertEqual(r.returncode, 2)
-        self.assertIn("--requeue-before 70000: Slurm signals at most 65535 s", r.stderr)
-        r = launcher(self.study, "--workload", "no-such-workload", cwd=self.tmp)
-        self.assertEqual(r.returncode, 2)
-        self.assertIn("no executable dpstudy-no-such-workload", r.stderr)
-        r = launcher(self.study, "--workload", EXE, "--job-name", "it's \"x\"", "--", "--data_dir", self.data,
-                     cwd=self.tmp)
-        self.assertEqual(r.returncode, 2)
-        self.assertIn("--job-name 'it's \"x\"': cannot be written into an #SBATCH line", r.stderr)
+        self.refused("unrecognized arguments: --tasks_per_node 2", "--workload", EXE, "--tasks_per_node", "2")
+        self.refused("--time 'two hours': expected a Slurm time limit", "--workload", EXE, "--time", "two hours")
+        self.refused("--requeue-before 70000: Slurm signals at most 65535 s", "--workload", EXE,
+                     "--requeue-before", "70000")
+        self.refused("no executable dpstudy-no-such-workload", "--workload", "no-such-workload")
+        self.refused("--job-name 'it's \"x\"': cannot be written into an #SBATCH line", "--workload", EXE,
+                     "--job-name", "it's \"x\"", "--", "--data_dir", self.data)
         # A value with a space goes in quotes (the one-node cluster test submits one).
         r = launcher(self.study, "--workload", EXE, "--job-name", "my study", "--", "--data_dir", self.data,
                      cwd=self.tmp)
@@ -159,19 +156,15 @@ class LauncherInput(Workspace):
         for given, instead in ((["--threads", "2"], "--cpus-per-task"), (["--output=elsewhere"], "--output"),
                                (["--checkpoint_interval", "60"], "--checkpoint-interval"),
                                (["--device", "cuda"], "--gpus-per-task")):
-            r = launcher(self.study, "--workload", EXE, "--", "--data_dir", self.data, *given, cwd=self.tmp)
-            self.assertEqual(r.returncode, 2, given)
-            self.assertIn(f"{given[0].split('=')[0]} after --: the batch script sets it from {instead}", r.stderr)
+            self.refused(f"{given[0].split('=')[0]} after --: the batch script sets it from {instead}",
+                         "--workload", EXE, "--", "--data_dir", self.data, *given)
         # An abbreviation the workload takes for one of them is refused by its own parser.
-        r = launcher(self.study, "--workload", EXE, "--", "--data_dir", self.data, "--thread", "2", cwd=self.tmp)
-        self.assertEqual(r.returncode, 2)
-        self.assertIn("option '--threads' cannot be specified more than once", r.stderr)
+        self.refused("option '--threads' cannot be specified more than once", "--workload", EXE, "--",
+                     "--data_dir", self.data, "--thread", "2")
         # The launcher's own values go through the workload's checks too: a negative checkpoint interval
         # was written into the script unchecked.
-        r = launcher(self.study, "--workload", EXE, "--checkpoint-interval", "-3", "--", "--data_dir", self.data,
-                     cwd=self.tmp)
-        self.assertEqual(r.returncode, 2)
-        self.assertIn("--checkpoint_interval: '-3' must be a number of seconds >= 0", r.stderr)
+        self.refused("--checkpoint_interval: '-3' must be a number of seconds >= 0", "--workload", EXE,
+                     "--checkpoint-interval", "-3", "--", "--data_dir", self.data)
         # Except the thread count, which the workload checks against the cores of the node it runs on:
         # those of a compute node, not of this one.
         cpus = str(64 * (os.cpu_count() or 1))

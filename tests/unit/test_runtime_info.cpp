@@ -27,7 +27,7 @@ void write_cpu(const std::string& root, int cpu, int core, int package) {
 
 }  // namespace
 
-// GCC says -fsanitize=address with __SANITIZE_ADDRESS__; Clang (before 17) only through __has_feature.
+// GCC says -fsanitize=address with __SANITIZE_ADDRESS__; Clang 14 (checked here) only through __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kAddressSanitizer = true;
 #elif defined(__has_feature)
