@@ -11,6 +11,7 @@
 
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/option_errors.hpp"
 #include "dpstudy/options.hpp"
 #include "dpstudy/runtime_info.hpp"
 #include "dpstudy/workload.hpp"
@@ -197,7 +198,7 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
   }
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(cli_args).options(cli).run(), vm);
+    store_options(po::command_line_parser(cli_args).options(cli).run(), vm);
   } catch (const po::unknown_option& e) {
     std::vector<std::string> all = keys;
     for (const po::options_description* o : Sections{&d.general, &d.study, &d.search, &d.speed}) {

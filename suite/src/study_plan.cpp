@@ -9,6 +9,7 @@
 
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/option_errors.hpp"
 #include "dpstudy/options.hpp"
 #include "dpstudy/workload.hpp"
 #include "job.hpp"
@@ -44,7 +45,7 @@ PlannedRun resolve(const RawValues& combo, const Workload& workload) {
   };
   if (given("batch_lr_ratio") && !given("lr")) args.insert(args.end(), {"--lr", "0"});
   po::variables_map rv;
-  po::store(po::command_line_parser(args).options(d).run(), rv);
+  store_options(po::command_line_parser(args).options(d).run(), rv);
   po::notify(rv);
   PlannedRun p;
   p.values = combo;
@@ -157,6 +158,7 @@ Plan plan_runs(const Request& request, const Workload& workload) {
   Plan plan;
   std::set<std::string> planned_ids;  // combinations that resolve to one config run once
   std::vector<std::string> invalid;
+  std::set<std::string> invalid_reasons;
   std::vector<std::size_t> dropped_by(request.rules.size());
   for (const RawValues& base : cartesian_product(request.axes)) {
     bool dropped = false;
@@ -187,9 +189,13 @@ Plan plan_runs(const Request& request, const Workload& workload) {
         if (!request.study_mode) throw;
         if (request.swept.empty()) throw UsageError(e.what());  // one combination: no list to pick from
         invalid.push_back("  " + axes_text(combo, request.swept) + ": " + e.what());
+        invalid_reasons.insert(e.what());
       }
     }
   }
+  // A value every combination refuses (`epochs = 1.5` beside a swept key) is a slip in that
+  // key, not a set of combinations to exclude.
+  if (!invalid.empty() && plan.runs.empty() && invalid_reasons.size() == 1) throw UsageError(*invalid_reasons.begin());
   if (!invalid.empty()) {
     std::string msg = std::to_string(invalid.size()) + " combination(s) are invalid (drop them with --exclude):";
     for (std::size_t i = 0; i < invalid.size() && i < 10; ++i) msg += "\n" + invalid[i];

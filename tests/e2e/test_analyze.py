@@ -531,7 +531,10 @@ class Analyze(TempFolderTest):
                  "--format csv: report does not read it"),
                 (["curves", "--target", "0.5"], "--target 0.5: curves does not read it"),
                 (["anova", "--factors", "overlap,lr", "--effect", "0.5"], "--effect 0.5: anova does not read it"),
-                (["sumary", "--by", "overlap"], "unknown command 'sumary'; the commands: runs, summary,")):
+                (["sumary", "--by", "overlap"], "unknown command 'sumary'; the commands: runs, summary,"),
+                # A value of the wrong type says what the option takes.
+                (["compare", "--factor", "lr", "--alpha", "5%"], "--alpha: '5%' must be a number, such as 0.05"),
+                (["steps-to-result", "--target", "half"], "--target: 'half' must be a number")):
             self.assertIn(message, self.analyze(args[0], self.main, *args[1:], status=2))
 
     def test_studies_compare_by_name_and_folder(self):

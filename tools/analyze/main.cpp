@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/option_errors.hpp"
 
 namespace po = boost::program_options;
 using namespace dpstudy;
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
     all.add(named).add(hidden);
     po::variables_map vm;
     const po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).positional(pos).run();
-    po::store(parsed, vm);
+    store_options(parsed, vm);
     po::notify(vm);
     if (vm.count("help") || o.command.empty()) {
       std::cout << kUsage << "\n" << named;

@@ -13,6 +13,7 @@
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/option_errors.hpp"
 #include "dpstudy/fixtures.hpp"
 #include "dpstudy/manifest.hpp"
 #include "dpstudy/runtime_info.hpp"
@@ -181,7 +182,7 @@ int main(int argc, char** argv) {
     for (std::string& w : words) {
       if (w.rfind("--", 0) == 0) std::replace(w.begin() + 2, std::find(w.begin(), w.end(), '='), '_', '-');
     }
-    po::store(po::command_line_parser(words).options(all).positional(positional).run(), vm);
+    store_options(po::command_line_parser(words).options(all).positional(positional).run(), vm);
     po::notify(vm);
     if (vm.count("help") || command.empty()) {
       std::cout << kUsage << "\n" << named;
