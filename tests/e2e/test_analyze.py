@@ -87,6 +87,14 @@ class Analyze(TempFolderTest):
                            "--output", os.path.join(self.tmp, "text.png"), status=2)
         self.assertIn("the first --by key, workload, has no numeric value (mlp-mnist)", out)
 
+    def test_a_where_that_keeps_no_run_names_the_condition_and_the_values_there(self):
+        # It said only "no run matches the --where conditions".
+        out = self.analyze("summary", self.periods, "--where", "seed=1", "--where", "sync_period=4", status=2)
+        self.assertIn("'sync_period=4' keeps none of the 2 runs the conditions before it kept; "
+                      "sync_period takes 1, never there", out)
+        out = self.analyze("summary", self.periods, "--where", "seed>2", status=2)
+        self.assertIn("'seed>2' keeps none of the 4 runs; seed takes 1, 2 there", out)
+
     def test_units_come_from_the_files(self):
         # Index columns: their units attributes; series at a point: the run files' (L2 norm);
         # dimensionless ("1") prints as no unit.

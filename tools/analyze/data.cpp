@@ -143,6 +143,9 @@ void apply_where(Runs& r, const std::vector<std::string>& where) {
     std::strtod(c.value.c_str(), &end);
     const bool numeric_value = *end == '\0';
     std::vector<Run> kept;
+    const std::size_t before = r.runs.size();
+    std::set<std::string, bool (*)(const std::string&, const std::string&)> values(value_less);
+    for (const Run& run : r.runs) values.insert(run.text(c.key).value_or("-"));
     for (auto& run : r.runs) {
       // A number compares as stored (a period of never as -1: sync_period>0),
       // or as shown when the condition names a word (sync_period=never).
@@ -151,6 +154,22 @@ void apply_where(Runs& r, const std::vector<std::string>& where) {
       const std::string value = it != run.numbers.end() && numeric_value ? format_number(it->second)
                                                                           : run.text(c.key).value_or("");
       if (holds(c, value)) kept.push_back(std::move(run));
+    }
+    // Which condition emptied the selection, and what its key takes there: most often a
+    // value the study never ran (sync_period=4 where it ran 1 and 32).
+    if (kept.empty() && before > 0) {
+      std::string list;
+      std::size_t shown = 0;
+      for (const auto& v : values) {
+        if (shown++ == 10) {
+          list += ", ... (" + std::to_string(values.size()) + " values)";
+          break;
+        }
+        list += (shown == 1 ? "" : ", ") + v;
+      }
+      const std::string which = &text == &where.front() ? "" : " the conditions before it kept";
+      throw UsageError("no run matches the --where conditions: '" + text + "' keeps none of the " +
+                       std::to_string(before) + " runs" + which + "; " + c.key + " takes " + list + " there");
     }
     r.runs = std::move(kept);
   }
