@@ -395,6 +395,10 @@ File File::open_read(const std::string& path) {
       H5Eclear2(H5E_DEFAULT);
       throw Hdf5Error(path, "no such file");
     }
+    if (S_ISDIR(st.st_mode)) {  // and for a folder, one about reading 8 bytes from it
+      H5Eclear2(H5E_DEFAULT);
+      throw Hdf5Error(path, "is a folder, not an HDF5 file");
+    }
     fail(path, "cannot open as an HDF5 file (truncated or not HDF5)");
   }
   return File(f, path);

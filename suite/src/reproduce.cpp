@@ -3,6 +3,7 @@
 // option of this workload (a file of another dpstudy version) cannot be reproduced.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "dpstudy/error.hpp"
 #include "dpstudy/file_io.hpp"
@@ -16,6 +17,11 @@ StoredRun read_stored_run(const std::string& path, const std::string& workload, 
   std::string detail;
   const RunFileState state = inspect_run_file(path, &detail, /*any_name=*/true);
   if (state == RunFileState::missing) throw UsageError("--reproduce: " + path + ": no such run file");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw UsageError("--reproduce: " + path + " is a folder; give one run file of a study, " +
+                     "<output>/<study>/runs/<run id>.h5");
+  }
   if (state != RunFileState::complete) {
     throw UsageError("--reproduce: " + path + " is not a complete run file (" + detail + ")");
   }

@@ -167,6 +167,12 @@ TEST(Hdf5, AMissingOrForeignFileSaysWhichInOneLine) {
     EXPECT_EQ(std::string(e.what()).rfind(text + ": cannot open as an HDF5 file (truncated or not HDF5)", 0), 0u)
         << e.what();
   }
+  try {  // a folder given for a file: HDF5 says it read -1 bytes of a signature
+    (void)h5::File::open_read(scratch.str());
+    FAIL() << "expected an Hdf5Error";
+  } catch (const Hdf5Error& e) {
+    EXPECT_EQ(std::string(e.what()), scratch.str() + ": is a folder, not an HDF5 file");
+  }
 }
 
 // The NaNs of one run made in two process layouts differ in sign and payload
