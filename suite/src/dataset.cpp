@@ -29,6 +29,12 @@ std::vector<SearchRoot> search_roots(const std::string& data_dir_option) {
   };
 }
 
+std::string data_dir_problem(const std::string& data_dir_option) {
+  std::error_code ec;
+  if (data_dir_option.empty() || fs::is_directory(data_dir_option, ec)) return {};
+  return fs::exists(data_dir_option, ec) ? "is not a folder" : "does not exist";
+}
+
 namespace {
 
 // The path of `file` in `dir`, plain or .gz; empty if neither exists.

@@ -185,6 +185,16 @@ void load_data(Job& job) {
   std::map<std::string, std::int64_t> train_size;
   LoadOptions load;
   load.data_dir = g.data_dir;
+  // A dry run may be on a submitting node, without the compute nodes' folders: there a
+  // --data_dir that is not here is a warning.
+  if (const std::string why = data_dir_problem(g.data_dir); !why.empty()) {
+    if (!g.dry_run) {
+      throw ConfigError("data_dir", g.data_dir,
+                        why + ": give the folder that holds the dataset's folder (mnist/, cifar10/, ...) or its files");
+    }
+    job.data_notes.push_back("# warning: --data_dir " + g.data_dir + " " + why +
+                             " here; the runs need it where they run");
+  }
   for (auto& p : job.plan.runs) {
     const std::string& ds = p.config.dataset;
     if (!train_size.count(ds)) {
@@ -204,6 +214,11 @@ void load_data(Job& job) {
         const Dataset test = load_dataset(ds, Split::test, load);
         job.data[ds] = prepare_data(train, test, job.device);
         train_size[ds] = job.data[ds].train_y.size(0);
+        // Which folder of the look-up order answered (docs/datasets.md): a copy elsewhere
+        // is not the one meant, and the run files record only the files' digests.
+        job.data_notes.push_back("# data: " + ds + ": " + std::to_string(train.size()) + " training images from " +
+                                 train.dir + ", " + std::to_string(test.size()) + " test images from " +
+                                 (test.dir == train.dir ? std::string("there") : test.dir));
         if (g.verify_data) {  // a DataError naming the file and what differs, or a note of what was checked
           std::size_t by_digest = 0;
           for (const FileRecord& f : job.data[ds].files) {

@@ -23,6 +23,10 @@ struct SearchRoot {
 // --data-dir (if given), $DPSTUDY_DATA_DIR, <source>/datasets/data,
 // <prefix>/share/dpstudy/data, /usr/share/datasets.
 std::vector<SearchRoot> search_roots(const std::string& data_dir_option);
+// Why a --data-dir given cannot be looked in ("does not exist", "is not a folder"), or ""
+// when it can (or none was given). The look-up would go on to the other roots, so a
+// slip in its name would train on another copy of the data without a word.
+std::string data_dir_problem(const std::string& data_dir_option);
 
 // The first of <root>/<name> and <root> (over the roots in order) that holds
 // every file of the split. Throws DataError listing every place searched, what
