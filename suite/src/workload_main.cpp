@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
@@ -194,6 +195,13 @@ void load_data(Job& job) {
     }
     job.data_notes.push_back("# warning: --data_dir " + g.data_dir + " " + why +
                              " here; the runs need it where they run");
+  }
+  // The variable may be set for another machine (a shared profile): the look-up then
+  // goes on, as documented, but says so.
+  const char* env = std::getenv("DPSTUDY_DATA_DIR");
+  if (const std::string why = data_dir_problem(env ? env : ""); !why.empty()) {
+    job.data_notes.push_back("# warning: DPSTUDY_DATA_DIR=" + std::string(env) + " " + why +
+                             " here; datasets were looked for in the other folders (docs/datasets.md)");
   }
   for (auto& p : job.plan.runs) {
     const std::string& ds = p.config.dataset;
