@@ -446,6 +446,15 @@ class Analyze(TempFolderTest):
         rows = list(csv.DictReader(io.StringIO(self.analyze("steps-to-result", self.batch, "--target", "0.5",
                                                              "--format", "csv"))))
         self.assertEqual([r["batch_size"] for r in rows], ["5", "10", "20"])
+        self.assertNotIn("the trials of a group", out)  # batch sizes and seeds only
+        # The best is taken over a group's trials: a key other than a metaparameter (here
+        # sync_period) varying within a group is told; it was pooled silently.
+        out = self.analyze("steps-to-result", self.main, "--target", "0.5", "--by", "overlap", "--where", "lr=0.05")
+        self.assertIn("the trials of a group are to differ in their metaparameters only, and the best is taken over "
+                      "them: pooled over sync_period (1, 4)", out)
+        out = self.analyze("plot", self.main, "--kind", "steps", "--target", "0.5", "--by", "overlap", "--where",
+                           "lr=0.05", "--output", os.path.join(self.tmp, "steps-pooled.png"))
+        self.assertIn("pooled over sync_period (1, 4)", out)
 
     def test_report_holds_every_part_and_its_commands(self):
         folder = os.path.join(self.tmp, "report")

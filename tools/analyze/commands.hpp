@@ -96,6 +96,10 @@ struct Reach {
   double best_lr = std::nan("");  // the learning rate of the best trial
 };
 std::vector<Reach> reach_of(const Runs& r, const Options& o);
+// The trials of a group are meant to differ in their metaparameters only (learning
+// rate, momentum, ...: the best is taken over them); a note when other run keys
+// (sparsity, workers, ...) vary within a group too. Empty when none does.
+std::string trials_pooled_note(const Runs& r, const std::vector<std::string>& by);
 // The regime of the step from one batch size to the next (docs/analysis.md).
 std::string regime(double x0, double s0, double x1, double s1);
 std::vector<Table> steps_to_result(const Runs& r, const Options& o);

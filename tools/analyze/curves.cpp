@@ -130,6 +130,18 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o) {
   return out;
 }
 
+std::string trials_pooled_note(const Runs& r, const std::vector<std::string>& by) {
+  std::vector<std::string> held = by;
+  // What a metaparameter search varies (docs/studies.md), and a swept rate's other spelling.
+  for (const char* k :
+       {"lr", "batch_lr_ratio", "momentum", "lr_end_factor", "weight_decay", "lr_decay_steps", "trial"}) {
+    held.emplace_back(k);
+  }
+  const std::string note = pooled_note(r, held);
+  if (note.empty()) return note;
+  return "the trials of a group are to differ in their metaparameters only, and the best is taken over them: " + note;
+}
+
 namespace {
 
 // Training steps per second per sweep point, from a throughput mode table
@@ -261,6 +273,7 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
     }
     t.rows.push_back(row);
   }
+  if (const std::string note = trials_pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);
   if (!o.throughput.empty()) {
     t.notes.push_back("est. time to result = best steps / steps per second measured by --mode throughput (" +
                       o.throughput + "); evaluation time not included");

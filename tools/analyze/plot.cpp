@@ -200,9 +200,11 @@ std::string plot(const Runs& r, const Options& o) {
   std::printf("wrote %s\n", o.output.c_str());
   const std::string cut = clamp.note();
   if (!cut.empty()) std::printf("# %s\n", cut.c_str());
-  // steps and best_lr pick one trial per batch size; a report has the note in its tables
-  if (o.command == "plot" && (o.kind == "summary" || o.kind == "curves")) {
-    if (const std::string note = pooled_note(r, o.by); !note.empty()) std::printf("# %s\n", note.c_str());
+  // A report has the notes in its tables; steps and best_lr pick one trial per batch size.
+  if (o.command == "plot") {
+    const bool trials = o.kind == "steps" || o.kind == "best_lr";
+    const std::string note = trials ? trials_pooled_note(r, o.by) : pooled_note(r, o.by);
+    if (!note.empty()) std::printf("# %s\n", note.c_str());
   }
   return cut;
 }
