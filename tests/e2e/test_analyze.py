@@ -240,7 +240,7 @@ class Analyze(TempFolderTest):
         self.assertIn("metric 'final_test_acuracy' does not exist; did you mean 'final_test_accuracy'?",
                       self.analyze("summary", self.main, "--metric", "final_test_acuracy", status=2))
         self.assertIn("final_test_accuracy", out)
-        out = self.analyze("summary", self.tmp, "--by", "overlap", status=2)
+        out = self.analyze("summary", os.path.join(self.tmp, "main", "runs"), "--by", "overlap", status=2)
         self.assertIn("not a study folder (no index.h5)", out)
         out = self.analyze("summary", self.main, "--by", "overlapp", status=2)
         self.assertIn("grouping key 'overlapp' is not a column of the index; did you mean 'overlap'? Columns:", out)
@@ -334,6 +334,37 @@ class Analyze(TempFolderTest):
         out = self.analyze("summary", study, "--format", "csv")
         self.assertNotIn("warning", out)
         self.assertEqual(next(csv.DictReader(io.StringIO(out)))["n"], "3")
+        # A copied folder's index names the study it was copied from: the command names the
+        # folder (it gave --name unindexed for a folder named moved, and indexed the other).
+        moved = os.path.join(self.tmp, "moved")
+        shutil.copytree(study, moved)
+        shutil.copy(os.path.join(self.periods, "runs", ids[1] + ".h5"), os.path.join(moved, "runs"))
+        command = shlex.split(re.search(r"Index them with `([^`]+)`", self.analyze("summary", moved)).group(1))
+        self.assertEqual(command[command.index("--name") + 1], "moved")
+        self.assertEqual(command[command.index("--output") + 1], self.tmp)
+        shutil.rmtree(moved)
+
+    def test_a_folder_without_an_index_is_told_by_what_it_holds(self):
+        # Each was "not a study folder (no index.h5)".
+        out = self.analyze("summary", self.tmp, status=2)  # the results root, --output
+        self.assertRegex(out, r"a results folder holding \d+ studies \(.*\), not a study; give one or several of "
+                              r"them, e.g. " + re.escape(self.tmp) + "/")
+        busy = os.path.join(self.tmp, "busy")
+        os.makedirs(os.path.join(busy, "runs"))
+        open(os.path.join(busy, "runs", "0123456789abcdef.claim"), "w").close()
+        out = self.analyze("summary", busy, status=2)
+        self.assertIn(f"{busy}: no run of this study has finished yet (runs/ holds 1 run(s) being trained", out)
+        shutil.rmtree(busy)
+        lost = os.path.join(self.tmp, "lost-index")
+        shutil.copytree(self.periods, lost)
+        os.remove(os.path.join(lost, "index.h5"))
+        out = self.analyze("summary", lost, status=2)
+        self.assertIn(f"{lost}: 4 complete run file(s) in runs/ but no index.h5 (removed?); index them with `", out)
+        command = shlex.split(re.search(r"index them with `([^`]+)`", out).group(1))
+        self.assertEqual(command[0], "dpstudy-mlp-mnist")
+        subprocess.run([EXE] + command[1:], check=True, stdout=subprocess.DEVNULL)
+        self.assertEqual(next(csv.DictReader(io.StringIO(self.analyze("summary", lost, "--format", "csv"))))["n"], "4")
+        shutil.rmtree(lost)
 
     def test_a_study_with_no_finished_run_says_so(self):
         # Its index lists no run yet: "no run_id column (a damaged or edited index)" before.

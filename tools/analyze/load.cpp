@@ -23,10 +23,62 @@ std::string listed(const std::vector<std::string>& names) {
   return names.size() > 3 ? out + ", ..." : out;
 }
 
+// The workload's command that indexes a study's run files: named by its folder, not by the
+// study name the files hold (a copied or renamed folder holds another study's name).
+std::string rebuild_command(const std::string& dir, const std::string& workload) {
+  std::string folder = dir;  // "results/quickstart/" names the study too
+  while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+  const std::string parent = fs::path(folder).parent_path().string();
+  return "dpstudy-" + (workload.empty() ? std::string("WORKLOAD") : workload) + " --output " +
+         shell_word(parent.empty() ? "." : parent) + " --name " +
+         shell_word(fs::path(folder).filename().string()) + " --rebuild_index";
+}
+
+// A folder given without an index.h5, told by what it holds: a results root (--output)
+// given for one of its studies, a study whose first run has not finished, run files
+// whose index was removed.
+[[noreturn]] void no_index(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> studies;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (fs::is_regular_file(entry.path() / "index.h5", ec)) studies.push_back(entry.path().filename().string());
+  }
+  std::sort(studies.begin(), studies.end());
+  if (!studies.empty()) {
+    throw UsageError(dir + ": a results folder holding " + std::to_string(studies.size()) + " stud" +
+                     (studies.size() == 1 ? "y" : "ies") + " (" + listed(studies) + "), not a study; give " +
+                     (studies.size() == 1 ? "it" : "one or several of them") + ", e.g. " +
+                     (fs::path(dir) / studies.front()).string());
+  }
+  if (fs::is_directory(fs::path(dir) / "runs", ec)) {
+    std::string workload;
+    std::size_t complete = 0;
+    for (const std::string& path : run_file_paths(dir)) {
+      if (inspect_run_file(path, nullptr) != RunFileState::complete) continue;
+      if (complete++ == 0) workload = h5::File::open_read(path).root().get_string("workload");
+    }
+    if (complete > 0) {
+      throw UsageError(dir + ": " + std::to_string(complete) + " complete run file(s) in runs/ but no index.h5 " +
+                       "(removed?); index them with `" + rebuild_command(dir, workload) + "`");
+    }
+    std::size_t claims = 0, checkpoints = 0;
+    for (const auto& entry : fs::directory_iterator(fs::path(dir) / "runs", ec)) {
+      const std::string name = entry.path().filename().string();
+      claims += name.size() > 6 && name.compare(name.size() - 6, 6, ".claim") == 0;
+      checkpoints += name.find(".ckpt.") != std::string::npos;
+    }
+    throw UsageError(dir + ": no run of this study has finished yet (runs/ holds " + std::to_string(claims) +
+                     " run(s) being trained and " + std::to_string(checkpoints) +
+                     " checkpoint file(s)); it is indexed, and can be analysed, once one has");
+  }
+  throw UsageError(dir + ": not a study folder (no index.h5); a study's results are in <output>/<study>/, "
+                         "e.g. results/quickstart");
+}
+
 // The runs read are the index's rows. A study stopped between writing a run's file and
 // indexing it (a full disk, a kill), or a run file deleted since, makes the two disagree:
 // say so, and how to index the files, rather than leave runs out silently.
-void check_run_files(const std::string& dir, const std::string& index, const h5::Group& root,
+void check_run_files(const std::string& dir, const std::string& index,
                      const std::map<std::string, std::vector<std::string>>& texts, std::vector<std::string>& warnings) {
   const std::vector<std::string>& ids = texts.at("run_id");
   const std::set<std::string> indexed(ids.begin(), ids.end());
@@ -43,16 +95,11 @@ void check_run_files(const std::string& dir, const std::string& index, const h5:
   if (!complete.empty()) {
     const auto workload = texts.find("workload");
     const bool known = workload != texts.end() && !workload->second.empty();
-    const std::string program = "dpstudy-" + (known ? workload->second.front() : std::string("WORKLOAD"));
-    std::string folder = dir;  // "results/quickstart/" names the study too
-    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
-    const std::string parent = fs::path(folder).parent_path().string();
-    const std::string name = root.has_attr("study") ? root.get_string("study") : fs::path(folder).filename().string();
     warnings.push_back(dir + ": " + std::to_string(complete.size()) + " complete run file(s) in runs/ not in " +
                        "index.h5 (" + listed(complete) + "), left out here: a study stopped between writing them " +
                        "and indexing them (a full disk, a kill), or one is writing them now. Index them with `" +
-                       program + " --output " + shell_word(parent.empty() ? "." : parent) + " --name " +
-                       shell_word(name) + " --rebuild_index`, or by running the study again (it skips finished runs)");
+                       rebuild_command(dir, known ? workload->second.front() : "") +
+                       "`, or by running the study again (it skips finished runs)");
   }
   if (!corrupt.empty()) {
     warnings.push_back(dir + ": " + std::to_string(corrupt.size()) + " run file(s) in runs/ not readable as results (" +
@@ -78,10 +125,7 @@ Runs load_studies(const std::vector<std::string>& dirs) {
   for (const auto& dir : dirs) {
     const std::string index = (fs::path(dir) / "index.h5").string();
     std::error_code ec;
-    if (!fs::exists(index, ec)) {
-      throw UsageError(dir + ": not a study folder (no index.h5); a study's results are in <output>/<study>/, "
-                             "e.g. results/quickstart");
-    }
+    if (!fs::exists(index, ec)) no_index(dir);
     const h5::File f = h5::File::open_read(index);
     const h5::Group root = f.root();
     if (!root.has_attr("schema") || root.get_string("schema") != kIndexSchema) {
@@ -119,7 +163,7 @@ Runs load_studies(const std::vector<std::string>& dirs) {
     if (names.empty()) {  // no run has finished yet (a run's row is written when it ends)
       r.warnings.push_back(index + ": lists no finished run yet (--dry_run on the study shows those running)");
       texts["run_id"];  // none: the files beside it are still checked
-      check_run_files(dir, index, root, texts, r.warnings);
+      check_run_files(dir, index, texts, r.warnings);
       continue;
     }
     if (!texts.count("run_id")) {
@@ -145,7 +189,7 @@ Runs load_studies(const std::vector<std::string>& dirs) {
         // unreadable: try the next one
       }
     }
-    check_run_files(dir, index, root, texts, r.warnings);
+    check_run_files(dir, index, texts, r.warnings);
     for (std::size_t i = 0; i < n; ++i) {
       Run run;
       for (const auto& [k, v] : nums) run.numbers[k] = v[i];
