@@ -595,6 +595,15 @@ class Analyze(TempFolderTest):
         out = self.analyze("compare", self.periods, copy, "--factor", "study_dir", "--format", "csv")
         self.assertIn(copy, out)
         self.assertIn(self.periods, out)
+        self.assertNotIn("more than one of the folders", out)
+        # Read as one, each copy of a run counted as a sample of its own (n 4 for 2 runs) without a word.
+        out = self.analyze("summary", self.periods, copy, "--by", "sync_period", "--format", "csv")
+        self.assertIn(f"warning: 4 run(s) are in more than one of the folders read (one run id: the same config and "
+                      f"seed), e.g. ", out)
+        self.assertIn("understates the variance and the p-values. Compare the folders (--factor study_dir", out)
+        # One folder given twice is refused: every run would count twice.
+        out = self.analyze("summary", self.periods, self.periods + "/", status=2)
+        self.assertIn(f"{self.periods}/: given twice (also as {self.periods}); each of its runs would count twice", out)
 
     def test_mean_of_the_last_evaluations(self):
         # Evaluations every 2 steps of 10: the last two are steps 8 and 10, and every group has 3 runs.

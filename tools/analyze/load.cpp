@@ -122,10 +122,16 @@ void check_run_files(const std::string& dir, const std::string& index,
 Runs load_studies(const std::vector<std::string>& dirs) {
   if (dirs.empty()) throw UsageError("give at least one study folder (e.g. results/quickstart)");
   Runs r;
-  for (const auto& dir : dirs) {
+  for (std::size_t d = 0; d < dirs.size(); ++d) {
+    const std::string& dir = dirs[d];
     const std::string index = (fs::path(dir) / "index.h5").string();
     std::error_code ec;
     if (!fs::exists(index, ec)) no_index(dir);
+    for (std::size_t e = 0; e < d; ++e) {  // "results/a results/a/": every run would count twice
+      if (fs::equivalent(dirs[e], dir, ec)) {
+        throw UsageError(dir + ": given twice (also as " + dirs[e] + "); each of its runs would count twice");
+      }
+    }
     const h5::File f = h5::File::open_read(index);
     const h5::Group root = f.root();
     if (!root.has_attr("schema") || root.get_string("schema") != kIndexSchema) {
@@ -221,6 +227,27 @@ void warn_of_data_digests(Runs& r, const std::vector<std::string>& grouped_by) {
                          "runs of different data. Compare by it (--factor data_digest, --by data_digest) or keep one "
                          "(--where data_digest=" + counts.begin()->first + ")");
   }
+}
+
+void warn_of_copies(Runs& r, const std::vector<std::string>& grouped_by) {
+  // A group's values of grouped_by and a run id -> the folders holding it.
+  std::map<std::pair<std::vector<std::string>, std::string>, std::vector<std::string>> where;
+  for (const Run& run : r.runs) {
+    std::vector<std::string> group;
+    for (const std::string& k : grouped_by) group.push_back(k.empty() ? "" : run.text(k).value_or(""));
+    where[{group, run.text("run_id").value_or("")}].push_back(run.text("study_dir").value_or(""));
+  }
+  std::size_t copied = 0;
+  std::string example;
+  for (const auto& [key, dirs] : where) {
+    if (dirs.size() < 2) continue;
+    if (copied++ == 0) example = key.second + " in " + dirs[0] + " and " + dirs[1];
+  }
+  if (copied == 0) return;
+  r.warnings.push_back(std::to_string(copied) + " run(s) are in more than one of the folders read (one run id: the " +
+                       "same config and seed), e.g. " + example + ": a group counts each copy as a run of its own, " +
+                       "which understates the variance and the p-values. Compare the folders (--factor study_dir, " +
+                       "--by study_dir) or read one of them");
 }
 
 std::vector<std::string> varying_stack_keys(const Runs& r) {

@@ -165,6 +165,7 @@ int main(int argc, char** argv) {
     grouped_by.push_back(o.factor);
     warn_of_data_digests(r, grouped_by);
     warn_of_stacks(r, grouped_by);
+    warn_of_copies(r, grouped_by);
     warn();
     // A factor of one level (a key the study did not sweep, or --where kept one) compares nothing.
     if ((o.command == "compare" || o.command == "power") && !o.factor.empty()) require_levels(r, {o.factor}, "--factor");
