@@ -1,5 +1,7 @@
 // Reading study folders: the index's rows as runs, which columns are run keys,
 // and where the index and the run files beside it disagree.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -21,6 +23,13 @@ std::string listed(const std::vector<std::string>& names) {
   std::string out;
   for (std::size_t i = 0; i < names.size() && i < 3; ++i) out += (i ? ", " : "") + names[i];
   return names.size() > 3 ? out + ", ..." : out;
+}
+
+// stat(2), not std::filesystem::equivalent: a program may call only the filesystem functions
+// the workloads call (tests/e2e/filesystem_imports.sh, docs/gpu.md).
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 // The workload's command that indexes a study's run files: named by its folder, not by the
@@ -128,7 +137,7 @@ Runs load_studies(const std::vector<std::string>& dirs) {
     std::error_code ec;
     if (!fs::exists(index, ec)) no_index(dir);
     for (std::size_t e = 0; e < d; ++e) {  // "results/a results/a/": every run would count twice
-      if (fs::equivalent(dirs[e], dir, ec)) {
+      if (same_file(dirs[e], dir)) {
         throw UsageError(dir + ": given twice (also as " + dirs[e] + "); each of its runs would count twice");
       }
     }
