@@ -73,6 +73,27 @@ class AgainstScipy(unittest.TestCase):
         np.testing.assert_allclose(mine, holm(pvalues), rtol=1e-6)
         print(f"{len(all_cases)} tests and Holm's adjustment agree with scipy {__import__('scipy').__version__}")
 
+    def test_welch_anova_against_statsmodels(self):
+        # compare's omnibus "Welch ANOVA" was checked against nothing (scipy 1.10 has none).
+        try:
+            from statsmodels.stats.oneway import anova_oneway
+        except ImportError as e:
+            self.fail(f"python3-statsmodels is needed for this check (tools/install-deps): {e}")
+        rng = np.random.default_rng(13)
+        cases = []
+        for sizes, sds in (((5, 9, 6), (0.01, 0.02, 0.015)), ((5, 5), (0.004, 0.012)), ((3, 4, 5, 6), (0.02, 0.005,
+                           0.01, 0.03)), ((20, 12, 30), (0.01, 0.01, 0.01)), ((2, 2, 2), (0.01, 0.03, 0.02))):
+            cases.append([rng.normal(0.85 + 0.004 * i, sd, n) for i, (n, sd) in enumerate(zip(sizes, sds))])
+        lines = ["welch_anova;" + ";".join(",".join(repr(float(v)) for v in g) for g in groups) for groups in cases]
+        r = subprocess.run([EXE], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+        for groups, row in zip(cases, r.stdout.strip().split("\n")):
+            stat, p = map(float, row.split())
+            ref = anova_oneway(groups, use_var="unequal", welch_correction=True)
+            sizes = [len(g) for g in groups]
+            self.assertTrue(np.isclose(stat, ref.statistic, rtol=1e-6), f"{sizes}: F {stat} vs {ref.statistic}")
+            self.assertTrue(np.isclose(p, ref.pvalue, rtol=1e-6), f"{sizes}: p {p} vs {ref.pvalue}")
+        print(f"{len(cases)} Welch ANOVAs agree with statsmodels' anova_oneway")
+
     def test_equivalence_test_against_statsmodels(self):
         try:
             from statsmodels.stats.weightstats import ttost_ind

@@ -49,6 +49,7 @@ int main() {
     else if (name == "mannwhitneyu") t = mann_whitney_u(g[0], g[1]);
     else if (name == "wilcoxon") t = wilcoxon(g[0], g[1]);
     else if (name == "f_oneway") t = anova(g);
+    else if (name == "welch_anova") t = welch_anova(g);
     else if (name == "kruskal") t = kruskal(g);
     else if (name == "holm") {
       for (double p : holm(g[0])) std::printf("%.17g ", p);
