@@ -120,6 +120,38 @@ class Throughput(TempFolderTest):
             self.assertAlmostEqual(float(cell["est. time to result (s)"]), float(cell["best (steps)"]) / sps,
                                    delta=1e-3 * float(cell["best (steps)"]) / sps)
 
+    def test_a_swept_key_beyond_the_shape_names_its_points_and_matches_where(self):
+        # As docs/analysis.md does for lee2021-mini: sparsity swept, one sparsity's steps/s
+        # picked by --where. No test swept a key besides workers, batch_size and sync_period.
+        out = os.path.join(self.tmp, "sparse")
+        study = ["--sparsity", "0,0.5", "--hidden", "64", "--eval_every", "5", "--goal_error", "0.5", "--epochs", "2",
+                 "--output", out, "--name", "sparse", "--quiet"]
+        r = self.run_exe(*study, "--iterations", "2", "--benchmark_format=json")
+        names = [b["run_name"] for b in self.json_of(r)]
+        self.assertEqual(names, [f"mlp-mnist/workers:1/batch:10/sync:1/sparsity:{s}/procs:1/device:cpu/iterations:2/"
+                                 "manual_time" for s in ("0", "0.5")])
+        with h5py.File(os.path.join(out, "sparse", "throughput.h5"), "r") as f:
+            t = f["throughput"]
+            self.assertEqual(list(t["sparsity"][()]), [0.0, 0.5])
+            speed = dict(zip(t["sparsity"][()], t["steps_per_s"][()]))
+        r = subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--threads", "1", "--batch_size", "10",
+                            *study], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = subprocess.run([ANALYZE, "steps-to-result", os.path.join(out, "sparse"), "--target", "0.5", "--where",
+                            "sparsity=0.5", "--format", "csv", "--throughput", os.path.join(out, "sparse",
+                                                                                         "throughput.h5")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = [line.split(",") for line in r.stdout.splitlines() if line and not line.startswith("#")]
+        cell = dict(zip(rows[0], rows[1]))
+        self.assertAlmostEqual(float(cell["steps/s"]), speed[0.5], delta=1e-3 * speed[0.5])
+        # Without --where, both points match the group: refused, naming them.
+        r = subprocess.run([ANALYZE, "steps-to-result", os.path.join(out, "sparse"), "--target", "0.5",
+                            "--throughput", os.path.join(out, "sparse", "throughput.h5")], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("2 throughput points match one group; narrow them with --where (a key of the point):", r.stderr)
+
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
     def test_under_mpi_every_point_reports_once_on_the_lead_process(self):
         r = self.run_exe("--workers", "1,2", "--sync_period", "1,2", "--quiet", "--benchmark_format=json", mpi=2)
