@@ -682,6 +682,10 @@ class Analyze(TempFolderTest):
             svg = f.read()
         self.assertIn("mean and +/- 1 standard deviation over seeds", svg)
         self.assertIn("lr=0.05", svg)
+        # The x tics are the levels the study ran (gnuplot's own were 0, 0.1, ... for 0 and 0.5;
+        # 1, 1.2, 1.4, ... for workers 1 and 2): the labels centred under the x axis.
+        x_tics = re.findall(r'text-anchor="middle">\s*<text><tspan[^>]*> ([^<]+)</tspan>', svg)
+        self.assertEqual(x_tics, ["0", "0.5"])
         for args, message in ((["curves", self.main, "--interval", "iqr"], "--interval: 'iqr' is not one of: ci95, sd"),
                               (["plot", self.main, "--by", "overlap", "--style", "area", "--output", path],
                                "--style: 'area' is not one of: bars, band")):

@@ -66,6 +66,7 @@ std::string plot(const Runs& r, const Options& o) {
     std::vector<std::string> lines_keys(o.by.begin() + 1, o.by.end());
     std::vector<std::string> plots;
     std::set<std::string> off_axis;  // x values that are not numbers (sync_period=never)
+    std::map<double, std::string> levels;  // the x values placed, for the tics
     int block = 0;
     std::size_t longest_title = 0;
     clamp = Clamp{natural_range(metric_unit(r, o.metric)), o.metric};
@@ -88,6 +89,7 @@ std::string plot(const Runs& r, const Options& o) {
         }
         const stats::Describe d = stats::describe(finite(metric_values(r, g.runs, o.metric)));
         if (d.n == 0) continue;
+        levels.emplace(std::strtod(g.key_values[0].c_str(), nullptr), g.key_values[0]);
         const auto [lo, hi] = interval_ends(d, o.interval);
         data << g.key_values[0] << " " << format_number(d.mean) << " " << format_number(clamp(lo)) << " "
              << format_number(clamp(hi)) << "\n";
@@ -112,6 +114,13 @@ std::string plot(const Runs& r, const Options& o) {
            << plot_title(o.metric + ": " + mean_and(o) + " over seeds", o) << "\n"
            << "set offsets graph 0.05, graph 0.05, 0, 0\nset xlabel noenhanced\nset ylabel noenhanced\nset key noenhanced\n";
     if (o.log_x) script << "set logscale x 10\n";
+    // Tics at the levels the study ran (workers 1, 2, 4, 8), not at gnuplot's round
+    // numbers (1.2 workers), while they are few enough to read.
+    if (!levels.empty() && levels.size() <= 12) {
+      script << "set xtics (";
+      for (auto it = levels.begin(); it != levels.end(); ++it) script << (it == levels.begin() ? "" : ", ") << it->second;
+      script << ")\n";
+    }
     if (data.str().find_first_not_of("\n") == std::string::npos && !off_axis.empty()) {
       std::string values;
       for (const std::string& x : off_axis) values += (values.empty() ? "" : ", ") + x;
