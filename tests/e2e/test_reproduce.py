@@ -135,6 +135,25 @@ class Reproduce(TempFolderTest):
         self.assertRegex(out, rf"eval/test_accuracy: 1 of \d+ values differ, the first at row 1 \(step {eval_step}\): ")
         self.assertRegex(out, r"train/worker_loss: 1 of \d+ values differ, the first at row 2 \(step 3\), column 1: ")
         self.assertIn("summary@best_test_accuracy: 0.5 in the reference", out)
+        # Whole-number columns, the status, a column of another type or only in the reference,
+        # and a group only in the reproduction (a newer dpstudy's) are told too (no test made one).
+        with h5py.File(changed, "r+") as f:
+            samples = f["train/samples"][()]
+            samples[4] += 1
+            f["train/samples"][...] = samples
+            f.attrs["status"] = "diverged"
+            f["train/extra"] = samples
+            lr = f["train/lr"][()]
+            del f["train/lr"]
+            f["train/lr"] = [str(v).encode() for v in lr]
+            del f["syncs"]
+        out = self.reproduce(MLP, changed, status=4)
+        self.assertRegex(out, r"train/samples: 1 of \d+ values differ, the first at row 4 \(step 5\): \d+ in the "
+                              r"reference, \d+ reproduced")
+        self.assertIn("#   status: 'diverged' in the reference, 'completed' reproduced", out)
+        self.assertIn("#   train/extra: only in the reference", out)
+        self.assertIn("#   train/lr: stored as another type", out)
+        self.assertIn("# not compared, recorded only by the newer dpstudy: syncs", out)
 
     def test_a_search_trial_and_a_model_option_come_back(self):
         self.exe([MLP, "--dataset", "mnist", "--workers", "2", "--batch_size", "10", "--epochs", "1",
