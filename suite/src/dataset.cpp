@@ -35,6 +35,13 @@ std::string data_dir_problem(const std::string& data_dir_option) {
   return fs::exists(data_dir_option, ec) ? "is not a folder" : "does not exist";
 }
 
+void check_data_dir_option(const std::string& option, const std::string& data_dir_option) {
+  if (const std::string why = data_dir_problem(data_dir_option); !why.empty()) {
+    throw ConfigError(option, data_dir_option,
+                      why + ": give the folder that holds the dataset's folder (mnist/, cifar10/, ...) or its files");
+  }
+}
+
 namespace {
 
 // The path of `file` in `dir`, plain or .gz; empty if neither exists.

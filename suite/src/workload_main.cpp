@@ -188,11 +188,8 @@ void load_data(Job& job) {
   load.data_dir = g.data_dir;
   // A dry run may be on a submitting node, without the compute nodes' folders: there a
   // --data_dir that is not here is a warning.
+  if (!g.dry_run) check_data_dir_option("data_dir", g.data_dir);
   if (const std::string why = data_dir_problem(g.data_dir); !why.empty()) {
-    if (!g.dry_run) {
-      throw ConfigError("data_dir", g.data_dir,
-                        why + ": give the folder that holds the dataset's folder (mnist/, cifar10/, ...) or its files");
-    }
     job.data_notes.push_back("# warning: --data_dir " + g.data_dir + " " + why +
                              " here; the runs need it where they run");
   }

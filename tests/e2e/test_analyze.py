@@ -342,6 +342,11 @@ class Analyze(TempFolderTest):
         command = shlex.split(re.search(r"Index them with `([^`]+)`", self.analyze("summary", moved)).group(1))
         self.assertEqual(command[command.index("--name") + 1], "moved")
         self.assertEqual(command[command.index("--output") + 1], self.tmp)
+        # Read as "." from inside it: "." names no study (--name . was refused).
+        r = subprocess.run([ANALYZE, "summary", "."], capture_output=True, text=True, timeout=120, cwd=moved)
+        command = shlex.split(re.search(r"Index them with `([^`]+)`", r.stderr).group(1))
+        self.assertEqual(command[command.index("--name") + 1], "moved")
+        self.assertEqual(command[command.index("--output") + 1], os.path.realpath(self.tmp))
         shutil.rmtree(moved)
 
     def test_a_folder_without_an_index_is_told_by_what_it_holds(self):

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -37,6 +38,13 @@ bool same_file(const std::string& a, const std::string& b) {
 std::string rebuild_command(const std::string& dir, const std::string& workload) {
   std::string folder = dir;  // "results/quickstart/" names the study too
   while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+  const std::string base = fs::path(folder).filename().string();
+  if (base == "." || base == "..") {  // "." names no study: the folder's own name does
+    if (char* real = ::realpath(folder.c_str(), nullptr)) {
+      folder = real;
+      std::free(real);
+    }
+  }
   const std::string parent = fs::path(folder).parent_path().string();
   return "dpstudy-" + (workload.empty() ? std::string("WORKLOAD") : workload) + " --output " +
          shell_word(parent.empty() ? "." : parent) + " --name " +

@@ -118,7 +118,9 @@ std::string plot(const Runs& r, const Options& o) {
     // numbers (1.2 workers), while they are few enough to read.
     if (!levels.empty() && levels.size() <= 12) {
       script << "set xtics (";
-      for (auto it = levels.begin(); it != levels.end(); ++it) script << (it == levels.begin() ? "" : ", ") << it->second;
+      for (auto it = levels.begin(); it != levels.end(); ++it) {
+        script << (it == levels.begin() ? "" : ", ") << it->second;
+      }
       script << ")\n";
     }
     if (data.str().find_first_not_of("\n") == std::string::npos && !off_axis.empty()) {

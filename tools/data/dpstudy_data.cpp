@@ -191,10 +191,7 @@ int main(int argc, char** argv) {
     std::optional<Manifest> custom;
     if (!manifest_path.empty()) custom = Manifest::load(manifest_path);
     const Manifest& manifest = custom ? *custom : Manifest::builtin();
-    if (const std::string why = data_dir_problem(data_dir); !why.empty()) {
-      throw ConfigError("data-dir", data_dir, why + ": give the folder that holds the dataset's folder (mnist/, "
-                                              "cifar10/, ...) or its files");
-    }
+    check_data_dir_option("data-dir", data_dir);
     if (command == "summary") return summary(args, data_dir, verify_digests, manifest);
     if (command == "verify") return verify(args, data_dir, manifest);
     if (command == "make-fixtures") {

@@ -27,6 +27,8 @@ std::vector<SearchRoot> search_roots(const std::string& data_dir_option);
 // when it can (or none was given). The look-up would go on to the other roots, so a
 // slip in its name would train on another copy of the data without a word.
 std::string data_dir_problem(const std::string& data_dir_option);
+// Throws ConfigError on `option` (data_dir, data-dir) when data_dir_problem names one.
+void check_data_dir_option(const std::string& option, const std::string& data_dir_option);
 
 // The first of <root>/<name> and <root> (over the roots in order) that holds
 // every file of the split. Throws DataError listing every place searched, what
