@@ -27,6 +27,17 @@ def holm(p):
     return out
 
 
+def stats_check(lines):
+    """The rows stats_check prints for these input lines, one row each."""
+    r = subprocess.run([EXE], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    return r.stdout.strip().split("\n")
+
+
+def groups_text(groups):
+    """Groups as stats_check reads them: values comma-separated, groups ';'-separated."""
+    return ";".join(",".join(repr(float(v)) for v in g) for g in groups)
+
+
 def cases():
     rng = np.random.default_rng(7)
     out = []
@@ -57,12 +68,10 @@ def cases():
 class AgainstScipy(unittest.TestCase):
     def test_every_statistic_and_p_value(self):
         all_cases = cases()
-        lines = [name + ";" + ";".join(",".join(repr(float(v)) for v in g) for g in groups)
-                 for name, groups, _ in all_cases]
+        lines = [name + ";" + groups_text(groups) for name, groups, _ in all_cases]
         pvalues = [res.pvalue for _, _, res in all_cases]
-        lines.append("holm;" + ",".join(repr(float(p)) for p in pvalues))
-        r = subprocess.run([EXE], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
-        rows = r.stdout.strip().split("\n")
+        lines.append("holm;" + groups_text([pvalues]))
+        rows = stats_check(lines)
         self.assertEqual(len(rows), len(lines))
         for (name, groups, ref), row in zip(all_cases, rows):
             stat, p = map(float, row.split())
@@ -84,9 +93,7 @@ class AgainstScipy(unittest.TestCase):
         for sizes, sds in (((5, 9, 6), (0.01, 0.02, 0.015)), ((5, 5), (0.004, 0.012)), ((3, 4, 5, 6), (0.02, 0.005,
                            0.01, 0.03)), ((20, 12, 30), (0.01, 0.01, 0.01)), ((2, 2, 2), (0.01, 0.03, 0.02))):
             cases.append([rng.normal(0.85 + 0.004 * i, sd, n) for i, (n, sd) in enumerate(zip(sizes, sds))])
-        lines = ["welch_anova;" + ";".join(",".join(repr(float(v)) for v in g) for g in groups) for groups in cases]
-        r = subprocess.run([EXE], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
-        for groups, row in zip(cases, r.stdout.strip().split("\n")):
+        for groups, row in zip(cases, stats_check(["welch_anova;" + groups_text(groups) for groups in cases])):
             stat, p = map(float, row.split())
             ref = anova_oneway(groups, use_var="unequal", welch_correction=True)
             sizes = [len(g) for g in groups]
@@ -108,8 +115,7 @@ class AgainstScipy(unittest.TestCase):
             cases.append((rng.normal(0.85 + shift, 0.006, n1), rng.normal(0.85, 0.009, n2), margin, alpha))
         lines = [f"tost;{','.join(map(repr, map(float, a)))};{','.join(map(repr, map(float, b)))};{m!r};{al!r}"
                  for a, b, m, al in cases]
-        r = subprocess.run([EXE], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
-        for (a, b, m, alpha), row in zip(cases, r.stdout.strip().split("\n")):
+        for (a, b, m, alpha), row in zip(cases, stats_check(lines)):
             df, p, low, high = map(float, row.split())
             ref_p, lower, upper = ttost_ind(a, b, -m, m, usevar="unequal")
             self.assertTrue(np.isclose(p, ref_p, rtol=1e-6), f"{len(a)}, {len(b)}: p {p} vs {ref_p}")
@@ -136,8 +142,7 @@ class AgainstScipy(unittest.TestCase):
             return (np.maximum(stats.t.sf((d + m) / se, df), stats.t.cdf((d - m) / se, df)) < 0.05).mean()
 
         def exact(m, n):
-            r = subprocess.run([EXE], input=f"tost_power;{m};{n}\n", capture_output=True, text=True, check=True)
-            power, needed = r.stdout.split()
+            power, needed = stats_check([f"tost_power;{m};{n}"])[0].split()
             return float(power), int(needed)
 
         for m in (0.8, 1.5, 3.0):
@@ -174,8 +179,7 @@ class AgainstScipy(unittest.TestCase):
             designs.append((levels, y))
         lines = [";".join(["factorial", ",".join(repr(float(v)) for v in y)] +
                           [",".join(str(int(v)) for v in f) for f in levels]) for levels, y in designs]
-        r = subprocess.run([EXE], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
-        for (levels, y), row in zip(designs, r.stdout.strip().split("\n")):
+        for (levels, y), row in zip(designs, stats_check(lines)):
             names = "abc"[:len(levels)]
             frame = pd.DataFrame({"y": y, **{n: levels[i] for i, n in enumerate(names)}})
             ref = anova_lm(smf.ols("y ~ " + "*".join(f"C({n})" for n in names), frame).fit(), typ=2)
@@ -195,8 +199,7 @@ class AgainstScipy(unittest.TestCase):
         # Edge cases: an empty cell leaves the interaction inestimable (df 0), one value per cell leaves no residual.
         empty = "factorial;0.80,0.81,0.84,0.85,0.90,0.91;0,0,1,1,0,0;0,0,0,0,1,1"
         single = "factorial;0.80,0.84,0.90,0.97;0,1,0,1;0,0,1,1"
-        r = subprocess.run([EXE], input=empty + "\n" + single + "\n", capture_output=True, text=True, check=True)
-        e, o = (list(map(float, row.split())) for row in r.stdout.strip().split("\n"))
+        e, o = (list(map(float, row.split())) for row in stats_check([empty, single]))
         self.assertEqual((e[1], e[5], e[9], e[13]), (1.0, 1.0, 0.0, 3.0))  # a, b, a:b, residual df
         self.assertTrue(e[0] > 0 and e[4] > 0 and np.isnan(e[8]) and np.isnan(e[10]), e)
         self.assertEqual(o[13], 0.0)
