@@ -65,11 +65,24 @@ void require_columns(const Runs& r, const std::vector<std::string>& keys, const 
 
 namespace {
 
-// The distinct values of `key` among the runs ("" for a run without it).
-std::set<std::string> values_of(const Runs& r, const std::string& key) {
-  std::set<std::string> values;
+using Values = std::set<std::string, bool (*)(const std::string&, const std::string&)>;  // 2 before 16
+
+// The distinct values of `key` among the runs ("" for a run without it), numbers in order.
+Values values_of(const Runs& r, const std::string& key) {
+  Values values(value_less);
   for (const Run& run : r.runs) values.insert(run.text(key).value_or(""));
   return values;
+}
+
+// "a, b, c, ..." up to `max` of them ("-": a run without the key).
+std::string value_list(const Values& values, std::size_t max) {
+  std::string list;
+  std::size_t shown = 0;
+  for (const auto& v : values) {
+    if (shown++ == max) return list + ", ...";
+    list += (shown == 1 ? "" : ", ") + (v.empty() ? std::string("-") : v);
+  }
+  return list;
 }
 
 }  // namespace
@@ -77,7 +90,7 @@ std::set<std::string> values_of(const Runs& r, const std::string& key) {
 void require_levels(const Runs& r, const std::vector<std::string>& keys, const char* what) {
   require_columns(r, keys, what);
   for (const auto& k : keys) {
-    const std::set<std::string> values = values_of(r, k);
+    const Values values = values_of(r, k);
     if (values.size() < 2) {
       throw UsageError(std::string(what) + " '" + k + "' has one value (" +
                        (values.empty() ? std::string("no runs") : values.begin()->empty() ? std::string("-") : *values.begin()) + ") in the " +
@@ -102,7 +115,6 @@ std::vector<std::string> varying_run_keys(const Runs& r) {
 }
 
 std::string pooled_note(const Runs& r, const std::vector<std::string>& held) {
-  using Values = std::set<std::string, bool (*)(const std::string&, const std::string&)>;  // 2 before 16
   std::string varying;
   for (const std::string& k : r.config_keys) {
     if (k == "seed" || k == "data_seed" || std::find(held.begin(), held.end(), k) != held.end()) continue;
@@ -118,16 +130,7 @@ std::string pooled_note(const Runs& r, const std::vector<std::string>& held) {
       all.insert(v);
     }
     if (std::none_of(by_group.begin(), by_group.end(), [](const auto& g) { return g.second.size() > 1; })) continue;
-    std::string list;
-    std::size_t shown = 0;
-    for (const auto& v : all) {
-      if (shown++ == 4) {
-        list += ", ...";
-        break;
-      }
-      list += (shown == 1 ? "" : ", ") + (v.empty() ? std::string("-") : v);  // -: a run without the key
-    }
-    varying += (varying.empty() ? "" : "; ") + k + " (" + list + ")";
+    varying += (varying.empty() ? "" : "; ") + k + " (" + value_list(all, 4) + ")";
   }
   if (varying.empty()) return {};
   return "pooled over " + varying + ": each group mixes runs of these values; add the keys to the grouping "
@@ -143,9 +146,6 @@ void apply_where(Runs& r, const std::vector<std::string>& where) {
     std::strtod(c.value.c_str(), &end);
     const bool numeric_value = *end == '\0';
     std::vector<Run> kept;
-    const std::size_t before = r.runs.size();
-    std::set<std::string, bool (*)(const std::string&, const std::string&)> values(value_less);
-    for (const Run& run : r.runs) values.insert(run.text(c.key).value_or("-"));
     for (auto& run : r.runs) {
       // A number compares as stored (a period of never as -1: sync_period>0),
       // or as shown when the condition names a word (sync_period=never).
@@ -156,20 +156,14 @@ void apply_where(Runs& r, const std::vector<std::string>& where) {
       if (holds(c, value)) kept.push_back(std::move(run));
     }
     // Which condition emptied the selection, and what its key takes there: most often a
-    // value the study never ran (sync_period=4 where it ran 1 and 32).
-    if (kept.empty() && before > 0) {
-      std::string list;
-      std::size_t shown = 0;
-      for (const auto& v : values) {
-        if (shown++ == 10) {
-          list += ", ... (" + std::to_string(values.size()) + " values)";
-          break;
-        }
-        list += (shown == 1 ? "" : ", ") + v;
-      }
+    // value the study never ran (sync_period=4 where it ran 1 and 32). None was moved out.
+    if (kept.empty() && !r.runs.empty()) {
+      const Values values = values_of(r, c.key);
       const std::string which = &text == &where.front() ? "" : " the conditions before it kept";
       throw UsageError("no run matches the --where conditions: '" + text + "' keeps none of the " +
-                       std::to_string(before) + " runs" + which + "; " + c.key + " takes " + list + " there");
+                       std::to_string(r.runs.size()) + " runs" + which + "; " + c.key + " takes " +
+                       value_list(values, 10) + (values.size() > 10 ? " (" + std::to_string(values.size()) +
+                       " values)" : "") + " there");
     }
     r.runs = std::move(kept);
   }
