@@ -5,6 +5,7 @@ ANOVA against statsmodels (python3-statsmodels).
 
 usage: test_stats_vs_scipy.py STATS_CHECK_EXE
 """
+import importlib
 import itertools
 import subprocess
 import sys
@@ -66,6 +67,13 @@ def cases():
 
 
 class AgainstScipy(unittest.TestCase):
+    def statsmodels(self, module):
+        """A statsmodels module, or the test fails saying which package is missing."""
+        try:
+            return importlib.import_module(module)
+        except ImportError as e:
+            self.fail(f"python3-statsmodels is needed for this check (tools/install-deps): {e}")
+
     def test_every_statistic_and_p_value(self):
         all_cases = cases()
         lines = [name + ";" + groups_text(groups) for name, groups, _ in all_cases]
@@ -84,10 +92,7 @@ class AgainstScipy(unittest.TestCase):
 
     def test_welch_anova_against_statsmodels(self):
         # compare's omnibus "Welch ANOVA" was checked against nothing (scipy 1.10 has none).
-        try:
-            from statsmodels.stats.oneway import anova_oneway
-        except ImportError as e:
-            self.fail(f"python3-statsmodels is needed for this check (tools/install-deps): {e}")
+        anova_oneway = self.statsmodels("statsmodels.stats.oneway").anova_oneway
         rng = np.random.default_rng(13)
         cases = []
         for sizes, sds in (((5, 9, 6), (0.01, 0.02, 0.015)), ((5, 5), (0.004, 0.012)), ((3, 4, 5, 6), (0.02, 0.005,
@@ -102,10 +107,7 @@ class AgainstScipy(unittest.TestCase):
         print(f"{len(cases)} Welch ANOVAs agree with statsmodels' anova_oneway")
 
     def test_equivalence_test_against_statsmodels(self):
-        try:
-            from statsmodels.stats.weightstats import ttost_ind
-        except ImportError as e:
-            self.fail(f"python3-statsmodels is needed for this check (tools/install-deps): {e}")
+        ttost_ind = self.statsmodels("statsmodels.stats.weightstats").ttost_ind
         rng = np.random.default_rng(11)
         cases = []
         for n1, n2, shift, margin, alpha in ((5, 5, 0.0, 0.01, 0.05), (6, 9, 0.004, 0.01, 0.05),
@@ -158,12 +160,9 @@ class AgainstScipy(unittest.TestCase):
 
     def test_factorial_anova_against_statsmodels(self):
         """Type II sums of squares, F and p of every term, balanced and not, 2 and 3 factors."""
-        try:
-            import pandas as pd
-            import statsmodels.formula.api as smf
-            from statsmodels.stats.anova import anova_lm
-        except ImportError as e:
-            self.fail(f"python3-statsmodels is needed for this check (tools/install-deps): {e}")
+        pd = self.statsmodels("pandas")  # statsmodels' own dependency
+        smf = self.statsmodels("statsmodels.formula.api")
+        anova_lm = self.statsmodels("statsmodels.stats.anova").anova_lm
         rng = np.random.default_rng(11)
         designs = []
         for counts in ((3, 2, 5), (3, 2, None), (2, 2, 3, 4), (2, 3, 2, None)):
