@@ -4,7 +4,10 @@ its counters, Google Benchmark's own flags, the HDF5 table, MPI, bad input.
 
 usage: test_throughput.py WORKLOAD_EXE DPSTUDY_DATA DPSTUDY_ANALYZE [MPIEXEC]
 """
+import csv
+import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -119,6 +122,46 @@ class Throughput(TempFolderTest):
             self.assertAlmostEqual(float(cell["steps/s"]), sps, delta=1e-3 * sps)
             self.assertAlmostEqual(float(cell["est. time to result (s)"]), float(cell["best (steps)"]) / sps,
                                    delta=1e-3 * float(cell["best (steps)"]) / sps)
+
+    def test_steps_to_result_by_the_global_batch_of_swept_workers(self):
+        # Shallue et al.'s batch size is the global one: with workers swept, batch_size (per
+        # worker) is not it, and the index has no such column; analyze derives global_batch.
+        out = os.path.join(self.tmp, "global")
+        study = ["--workers", "1,2", "--batch_size", "10,20", "--eval_every", "5", "--goal_error", "0.5",
+                 "--epochs", "1", "--output", out, "--name", "global", "--quiet"]
+        base = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--threads", "1", *study]
+        for mode in (["--mode", "train"], ["--mode", "throughput", "--iterations", "2"]):
+            r = subprocess.run(base + mode, capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        folder, speed_file = os.path.join(out, "global"), os.path.join(out, "global", "throughput.h5")
+
+        def analyze(*args, status=0):
+            r = subprocess.run([ANALYZE, *args], capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, status, r.stdout + r.stderr)
+            return r.stdout, r.stderr
+
+        rows = list(csv.DictReader(io.StringIO(analyze("runs", folder, "--by", "workers,batch_size,global_batch",
+                                                       "--format", "csv")[0])))
+        self.assertEqual(sorted((r["workers"], r["batch_size"], r["global_batch"]) for r in rows),
+                         [("1", "10", "10"), ("1", "20", "20"), ("2", "10", "20"), ("2", "20", "40")])
+        with h5py.File(speed_file, "r") as f:
+            t = f["throughput"]
+            speed = {(int(w), int(b)): s for w, b, s in zip(t["workers"][()], t["batch_size"][()], t["steps_per_s"][()])}
+        text, _ = analyze("steps-to-result", folder, "--target", "0.5", "--by", "global_batch", "--where", "workers=2",
+                          "--throughput", speed_file, "--format", "csv")
+        rows = list(csv.DictReader(io.StringIO(text)))
+        self.assertEqual([r["global_batch"] for r in rows], ["20", "40"])
+        for r in rows:
+            sps = speed[(2, int(r["global_batch"]) // 2)]
+            self.assertAlmostEqual(float(r["steps/s"]), sps, delta=1e-3 * sps)
+        self.assertTrue(all(r["log2 x"] == str(round(math.log2(int(r["global_batch"])), 3)) for r in rows), rows)
+        # Global batch 20 is 1 x 20 and 2 x 10: the best is taken over both, which is said, and
+        # their two throughput points are not one.
+        text, _ = analyze("steps-to-result", folder, "--target", "0.5", "--by", "global_batch")
+        self.assertIn("pooled over batch_size (10, 20); workers (1, 2)", text)
+        _, err = analyze("steps-to-result", folder, "--target", "0.5", "--by", "global_batch", "--throughput",
+                         speed_file, status=2)
+        self.assertIn("2 throughput points match one group", err)
 
     def test_a_swept_key_beyond_the_shape_names_its_points_and_matches_where(self):
         # As docs/analysis.md does for lee2021-mini: sparsity swept, one sparsity's steps/s

@@ -134,6 +134,23 @@ void check_run_files(const std::string& dir, const std::string& index,
   }
 }
 
+// The samples of one step over all workers (workers x the per-worker batch_size): the batch
+// size of Shallue et al.'s steps-to-result curves, and of the linear scaling rule, when
+// workers are swept too. Derived here, not a run key (the index has no such column).
+void add_global_batch(Runs& r) {
+  const auto at = std::find(r.columns.begin(), r.columns.end(), "batch_size");
+  if (at == r.columns.end() || std::find(r.columns.begin(), r.columns.end(), "workers") == r.columns.end() ||
+      std::find(r.columns.begin(), r.columns.end(), kGlobalBatch) != r.columns.end()) {
+    return;
+  }
+  r.columns.insert(at + 1, kGlobalBatch);
+  r.units[kGlobalBatch] = "samples";
+  for (Run& run : r.runs) {
+    const auto w = run.numbers.find("workers"), b = run.numbers.find("batch_size");
+    if (w != run.numbers.end() && b != run.numbers.end()) run.numbers[kGlobalBatch] = w->second * b->second;
+  }
+}
+
 }  // namespace
 
 Runs load_studies(const std::vector<std::string>& dirs) {
@@ -223,6 +240,7 @@ Runs load_studies(const std::vector<std::string>& dirs) {
       r.runs.push_back(std::move(run));
     }
   }
+  add_global_batch(r);
   return r;
 }
 

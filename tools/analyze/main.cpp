@@ -34,6 +34,7 @@ commands:
                    effect, seeds needed to detect D or to show equivalence within the margin
   curves           [--by K] [--series S] [--x step|epoch|samples|time_s] [--interval I]: mean curves with bands
   steps-to-result  --target T [--by batch_size] [--series S] [--throughput F]: first evaluated step reaching T
+                   (--by global_batch: workers x batch_size, with workers swept)
   report           --by K1,K2 [--factor F] --output FOLDER: report.md with the summary, the factorial ANOVA,
                    the comparisons of F and the figures, each with its command
   plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command)
