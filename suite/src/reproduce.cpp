@@ -108,11 +108,15 @@ int report_reproduction(const std::string& reference, const StoredRun& stored, c
               : data_differ.empty() ? "same files (sha256)"
                                     : ("other files: " + data_differ).c_str());
   RunComparison c = compare_run_files(reference, mine);
-  if (!c.not_in_reference.empty()) {
-    std::string items;
-    for (const std::string& n : c.not_in_reference) items += (items.empty() ? "" : ", ") + n;
-    std::printf("# not compared, recorded only by the newer dpstudy: %s\n", items.c_str());
-  }
+  const auto not_compared = [](const std::vector<std::string>& items, const char* why) {
+    if (items.empty()) return;
+    std::string list;
+    for (const std::string& n : items) list += (list.empty() ? "" : ", ") + n;
+    std::printf("# not compared, %s: %s\n", why, list.c_str());
+  };
+  not_compared(c.not_in_reference, "recorded only by the newer dpstudy");
+  not_compared(c.only_in_reference, "recorded only in the reference (by another dpstudy version; this one does not "
+                                    "record them)");
   for (const std::string& d : c.config_differences) {
     const bool newer = std::any_of(stored.absent.begin(), stored.absent.end(),
                                    [&](const std::string& k) { return d.rfind("config@" + k + ":", 0) == 0; });

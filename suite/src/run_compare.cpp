@@ -96,15 +96,22 @@ RunComparison compare_run_files(const std::string& reference, const std::string&
   const std::string status = attr_difference(ra, rb, "status");
   ++out.compared;
   if (!status.empty()) out.differences.push_back("status: " + status);
-  for (const char* group : {"train", "eval", "syncs", "assignment", "sparsity", "summary", "config"}) {
-    const bool config = std::string(group) == "config";
+  static const std::vector<std::string> kGroups = {"train",    "eval",    "syncs", "assignment",
+                                                    "sparsity", "summary", "config"};
+  for (const std::string& group : ra.members()) {  // a group of another version's: not compared, but named
+    if (group != "provenance" && std::find(kGroups.begin(), kGroups.end(), group) == kGroups.end()) {
+      out.only_in_reference.push_back(group);
+    }
+  }
+  for (const std::string& group : kGroups) {
+    const bool config = group == "config";
     std::vector<std::string>& diffs = config ? out.config_differences : out.differences;
     if (!ra.has(group)) {
       out.not_in_reference.push_back(group);
       continue;
     }
     if (!rb.has(group)) {
-      diffs.push_back(std::string(group) + ": missing in the reproduced file");
+      diffs.push_back(group + ": missing in the reproduced file");
       continue;
     }
     const h5::Group ga = ra.open_group(group), gb = rb.open_group(group);
@@ -114,16 +121,16 @@ RunComparison compare_run_files(const std::string& reference, const std::string&
     for (const std::string& name : union_of(ga.attr_names(), gb.attr_names())) {
       if (is_measurement(name) || (config && name == "study_text")) continue;
       if (!ga.has_attr(name) && !config) {
-        out.not_in_reference.push_back(std::string(group) + "@" + name);
+        out.not_in_reference.push_back(group + "@" + name);
         continue;
       }
       ++out.compared;
       const std::string d = attr_difference(ga, gb, name);
-      if (!d.empty()) diffs.push_back(std::string(group) + "@" + name + ": " + d);
+      if (!d.empty()) diffs.push_back(group + "@" + name + ": " + d);
     }
     for (const std::string& name : union_of(ga.members(), gb.members())) {
       if (is_measurement(name)) continue;
-      const std::string where = std::string(group) + "/" + name;
+      const std::string where = group + "/" + name;
       if (!ga.has(name)) {
         out.not_in_reference.push_back(where);
         continue;

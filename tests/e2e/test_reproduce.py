@@ -154,6 +154,15 @@ class Reproduce(TempFolderTest):
         self.assertIn("#   train/extra: only in the reference", out)
         self.assertIn("#   train/lr: stored as another type", out)
         self.assertIn("# not compared, recorded only by the newer dpstudy: syncs", out)
+        # A group of another version's in the reference is named, not passed over in silence
+        # (the verdict said "identical: all N metric datasets" without it).
+        shutil.copy(self.reference, changed)
+        with h5py.File(changed, "r+") as f:
+            f.create_group("later").attrs["metric"] = 1.0
+        out = self.reproduce(MLP, changed)
+        self.assertIn("# not compared, recorded only in the reference (by another dpstudy version; this one does not "
+                      "record them): later", out)
+        self.assertIn("# reproduce: identical:", out)
 
     def test_a_search_trial_and_a_model_option_come_back(self):
         self.exe([MLP, "--dataset", "mnist", "--workers", "2", "--batch_size", "10", "--epochs", "1",

@@ -48,6 +48,7 @@ struct RunComparison {
   std::vector<std::string> differences;          // "eval/test_accuracy: ..." per differing item
   std::vector<std::string> config_differences;   // keys whose stored values differ or are missing
   std::vector<std::string> not_in_reference;     // recorded only in the other (a newer dpstudy's additions)
+  std::vector<std::string> only_in_reference;    // the reference's groups this dpstudy does not write
 };
 RunComparison compare_run_files(const std::string& reference, const std::string& other);
 
