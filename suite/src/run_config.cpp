@@ -216,6 +216,22 @@ bool added_later_at_old_default(const std::string& key, const ConfigValue& value
   return later != later_keys.end() && to_text(value) == later->second;
 }
 
+std::int64_t training_samples(const RunConfig& c, std::int64_t total) {
+  return total - std::llround(c.validation_fraction * double(total));
+}
+
+void check_global_batch(const RunConfig& c, std::int64_t total, const std::string& point) {
+  const std::int64_t n = training_samples(c, total), global = std::int64_t(c.workers) * c.batch_size;
+  if (n / global > 0) return;
+  // A large validation split is as likely the slip as the batch: say it took the samples.
+  const std::string of = c.validation_fraction > 0 ? " left of " + std::to_string(total) + " by validation_fraction " +
+                                                         num(c.validation_fraction)
+                                                   : std::string();
+  throw ConfigError("batch_size", std::to_string(c.batch_size),
+                    "is too large" + (point.empty() ? std::string() : " " + point) + ": workers x batch_size = " +
+                        std::to_string(global) + " exceeds the " + std::to_string(n) + " training samples" + of);
+}
+
 void validate(const RunConfig& c) {
   for (const auto& [key, value] : c.key_values()) {  // inf passes every range check below
     if (const auto* d = std::get_if<double>(&value); d && !std::isfinite(*d)) {

@@ -47,7 +47,7 @@ DataSplit split_data(const RunConfig& c, const at::Tensor& train_y) {
   const std::int64_t total = train_y.size(0);
   std::vector<std::int64_t> perm(static_cast<std::size_t>(total));
   for (std::int64_t i = 0; i < total; ++i) perm[std::size_t(i)] = i;
-  const auto n_val = std::size_t(std::llround(c.validation_fraction * double(total)));
+  const auto n_val = std::size_t(total - training_samples(c, total));
   if (n_val > 0) Rng::stream(c.resolved_data_seed(), kValidationStream).shuffle(perm);
   DataSplit out;
   out.val.assign(perm.begin(), perm.begin() + std::ptrdiff_t(n_val));
@@ -55,12 +55,7 @@ DataSplit split_data(const RunConfig& c, const at::Tensor& train_y) {
   std::sort(out.val.begin(), out.val.end());
   std::sort(out.train.begin(), out.train.end());
   const auto n = std::int64_t(out.train.size());
-  const std::int64_t global_batch = std::int64_t(c.workers) * c.batch_size;
-  if (n / global_batch == 0) {
-    throw ConfigError("batch_size", std::to_string(c.batch_size),
-                      "is too large: workers x batch_size = " + std::to_string(global_batch) + " exceeds the " +
-                          std::to_string(n) + " training samples");
-  }
+  check_global_batch(c, std::int64_t(total));
   std::vector<std::int64_t> labels(out.train.size());
   const at::Tensor labels_host = train_y.to(at::kCPU);  // no copy on the CPU
   const std::int64_t* y = labels_host.data_ptr<std::int64_t>();

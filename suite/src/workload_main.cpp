@@ -245,14 +245,9 @@ void load_data(Job& job) {
       }
     }
     const std::int64_t total = train_size[ds];
-    const std::int64_t n = total - std::llround(p.config.validation_fraction * double(total));
+    const std::int64_t n = training_samples(p.config, total);
     const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
-    if (n / global == 0) {
-      throw ConfigError("batch_size", std::to_string(p.config.batch_size),
-                        "is too large" + (swept.empty() ? std::string() : " for " + axes_text(p.values, swept)) +
-                            ": workers x batch_size = " +
-                            std::to_string(global) + " exceeds the " + std::to_string(n) + " training samples");
-    }
+    check_global_batch(p.config, total, swept.empty() ? std::string() : "for " + axes_text(p.values, swept));
     p.cost = (n / global) * p.config.epochs * global;
     // A label-skewed assignment, or fewer medium blocks than owners, may leave
     // an owner without samples: found now, not when the run's turn comes (the

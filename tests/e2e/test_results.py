@@ -366,6 +366,9 @@ class Results(TempFolderTest):
             (None, ["--workers", "1,2", "--exclude", "wrkers=1"], "names unknown key 'wrkers'; did you mean 'workers'?"),
             (None, ["--workers", "1,2", "--exclude", "workers=1;workers=2"], "every combination is excluded"),
             (None, ["--workers", "4,32"], "is too large for workers=32"),
+            # The validation split took the samples: said, since it is as likely the slip.
+            (None, ["--validation_fraction", "0.99"], "exceeds the 2 training samples left of 200 by "
+                                                      "validation_fraction 0.99"),
             (None, ["--wrokers", "2"], "unrecognised option '--wrokers'; did you mean --workers?"),
             # Nothing close: no suggestion (it suggested 'lr' for anything short).
             ("[sweep]\nq = 2\n", [], "unknown key 'sweep.q'\n"),

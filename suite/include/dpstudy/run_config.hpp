@@ -114,6 +114,11 @@ std::vector<std::pair<std::string, std::string>> inert_keys(
 
 // Throws ConfigError naming the option, the value and what is allowed.
 void validate(const RunConfig& config);
+// The samples left for training from `total` after the validation split.
+std::int64_t training_samples(const RunConfig& config, std::int64_t total);
+// Throws ConfigError on batch_size unless one step of workers x batch_size fits in the
+// training samples of `total`; `point` names the sweep point, if any ("for workers=4").
+void check_global_batch(const RunConfig& config, std::int64_t total, const std::string& point = "");
 
 // Names <-> enums; parse_* throw ConfigError naming `option` and the choices.
 std::string to_string(OverlapMode v);
