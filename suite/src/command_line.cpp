@@ -60,6 +60,9 @@ void describe(Descriptions& d, JobOptions& g) {
       "compare every metric bit for bit (exit 4 when any differs)")(
       "name", po::value<std::string>(), "study name (default: the study file's name, or the workload's)")(
       "seeds", po::value<std::string>(), "a count n (seeds 1..n) or a list of seeds")(
+      "global_batch", po::value<std::string>(),
+      "samples per step over all workers, held while workers are swept: each run's batch_size is global_batch / "
+      "workers (not with batch_size)")(
       "exclude", po::value<std::string>(), "combinations to drop, e.g. \"sync_period=1 & overlap>0; workers=1\"")(
       "output", po::value(&g.output), "results root: <output>/<study>/ (default: results)")(
       "force", po::bool_switch(&g.force), "rerun runs that are already complete")(
@@ -230,7 +233,7 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
 
   // Study file first, then the command line on top.
   std::vector<std::string> study_keys = keys;
-  for (const char* k : {"name", "seeds", "exclude", "workload"}) study_keys.push_back(k);
+  for (const char* k : {"name", "seeds", "exclude", "workload", kGlobalBatchKey}) study_keys.push_back(k);
   for (const auto& k : search_keys()) study_keys.push_back(k);
   RawValues values;
   if (!g.study_file.empty()) {
@@ -292,6 +295,13 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
     const bool is_list = std::find(list_keys.begin(), list_keys.end(), k) != list_keys.end();
     r.axes.emplace_back(k, split_axis(k, it->second, is_list));
   }
+  const std::string global = take(kGlobalBatchKey);
+  if (!global.empty()) {
+    if (std::any_of(r.axes.begin(), r.axes.end(), [](const auto& a) { return a.first == "batch_size"; })) {
+      throw ConfigError(kGlobalBatchKey, global, "cannot be combined with batch_size: it sets each run's batch_size");
+    }
+    r.axes.emplace_back(kGlobalBatchKey, split_axis(kGlobalBatchKey, global, false));
+  }
   if (!seeds.empty()) r.axes.emplace_back("seed", expand_seeds(seeds));
   for (const auto& [k, v] : r.axes) {
     if (v.size() > 1) r.swept.push_back(k);
@@ -299,11 +309,17 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
       if (dim.key == k) throw ConfigError("search_" + k, "", "conflicts with the " + k + " key: give one of the two");
     }
   }
+  const auto swept = [&r](const std::string& k) { return std::find(r.swept.begin(), r.swept.end(), k) != r.swept.end(); };
+  if (swept(kGlobalBatchKey) || (!global.empty() && swept("workers"))) {
+    r.swept.push_back("batch_size");  // each run's, from global_batch / workers (study_plan.cpp)
+  }
   if (r.searched) {
     for (const auto& dim : search_spec.dims) r.swept.push_back(dim.key);
     r.swept.push_back("trial");
   }
-  r.rules = parse_exclude(exclude, keys);
+  std::vector<std::string> rule_keys = keys;
+  rule_keys.push_back(kGlobalBatchKey);
+  r.rules = parse_exclude(exclude, rule_keys);
   // A reproduction is a study of one run: its file is written and compared with the reference.
   r.study_mode = !g.study_file.empty() || vm.count("output") || !r.swept.empty() || g.dry_run || g.rebuild_index ||
                  !g.reproduce.empty();

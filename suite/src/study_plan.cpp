@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "dpstudy/dataset.hpp"
@@ -28,6 +29,42 @@ std::string axes_text(const RawValues& values, const std::vector<std::string>& s
 
 namespace {
 
+bool has_key(const RawValues& combo, const std::string& key) {
+  return std::any_of(combo.begin(), combo.end(), [&](const auto& kv) { return kv.first == key; });
+}
+
+// The batch_size that a combination's global_batch gives with its workers (the workload's
+// default when the study gives none); ConfigError unless it is whole; none where the
+// workers value is wrong (its own check says so).
+std::optional<std::string> batch_of_global(const RawValues& combo, const std::string& global, int default_workers) {
+  std::size_t end = 0;
+  long long g = 0;
+  try {
+    g = std::stoll(global, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  if (end == 0 || end != global.size() || g < 1) {
+    throw ConfigError(kGlobalBatchKey, global, "must be a whole number of samples >= 1");
+  }
+  long long w = default_workers;
+  for (const auto& [k, v] : combo) {
+    if (k != "workers") continue;
+    try {
+      w = std::stoll(v, &end);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  if (w < 1) return std::nullopt;
+  if (g % w != 0) {
+    throw ConfigError(kGlobalBatchKey, global,
+                      "is not a multiple of workers (" + std::to_string(w) + "): each worker's batch_size would be " +
+                          "fractional");
+  }
+  return std::to_string(g / w);
+}
+
 PlannedRun resolve(const RawValues& combo, const Workload& workload) {
   RunOptions run_options(workload.defaults);
   po::options_description md("Model");
@@ -36,14 +73,14 @@ PlannedRun resolve(const RawValues& combo, const Workload& workload) {
   d.add(run_options.description()).add(md);
   std::vector<std::string> args;
   for (const auto& [k, v] : combo) {
-    args.push_back("--" + k);
-    args.push_back(v);
+    if (k != kGlobalBatchKey) {
+      args.insert(args.end(), {"--" + k, v});
+    } else if (!has_key(combo, "batch_size")) {  // plan_runs found it gives no whole batch: say why
+      (void)batch_of_global(combo, v, workload.defaults.workers);
+    }
   }
   // A ratio given without a rate replaces the workload's default rate.
-  const auto given = [&](const char* k) {
-    return std::any_of(combo.begin(), combo.end(), [&](const auto& kv) { return kv.first == k; });
-  };
-  if (given("batch_lr_ratio") && !given("lr")) args.insert(args.end(), {"--lr", "0"});
+  if (has_key(combo, "batch_lr_ratio") && !has_key(combo, "lr")) args.insert(args.end(), {"--lr", "0"});
   po::variables_map rv;
   store_options(po::command_line_parser(args).options(d).run(), rv);
   po::notify(rv);
@@ -160,7 +197,19 @@ Plan plan_runs(const Request& request, const Workload& workload) {
   std::vector<std::string> invalid;
   std::set<std::string> invalid_reasons;
   std::vector<std::size_t> dropped_by(request.rules.size());
-  for (const RawValues& base : cartesian_product(request.axes)) {
+  for (RawValues base : cartesian_product(request.axes)) {
+    // global_batch gives each combination its batch_size, which exclude rules and the run's
+    // listing see as if the study had given it (resolve() says why where it gives none).
+    const auto global = std::find_if(base.begin(), base.end(), [](const auto& kv) { return kv.first == kGlobalBatchKey; });
+    if (global != base.end()) {
+      try {
+        if (auto batch = batch_of_global(base, global->second, workload.defaults.workers)) {
+          base.emplace_back("batch_size", std::move(*batch));
+        }
+      } catch (const ConfigError&) {
+        // left without one: resolve() reports it as an invalid combination
+      }
+    }
     bool dropped = false;
     for (std::size_t i = 0; i < request.rules.size(); ++i) {
       if (matches(request.rules[i], base)) {

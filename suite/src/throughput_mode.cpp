@@ -45,7 +45,9 @@ int run_throughput_mode(const Job& job) {
                         {"procs", std::int64_t(procs)},
                         {"device", device.str()}};
     for (const std::string& k : swept) {
-      if (neutral.count(k) || k == "workers" || k == "batch_size" || k == "sync_period") continue;
+      if (neutral.count(k) || k == "workers" || k == "batch_size" || k == "sync_period" || k == kGlobalBatchKey) {
+        continue;  // in the point's name already (global_batch: workers x batch)
+      }
       const auto v = std::find_if(p.values.begin(), p.values.end(), [&](const auto& kv) { return kv.first == k; });
       const auto typed =
           std::find_if(p.key_values.begin(), p.key_values.end(), [&](const auto& kv) { return kv.first == k; });

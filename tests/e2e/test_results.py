@@ -2,7 +2,7 @@
 """Study results as a user meets them: files read with h5py, pandas and h5dump,
 and every kind of bad study input.
 
-usage: test_results.py WORKLOAD_EXE DPSTUDY_DATA
+usage: test_results.py WORKLOAD_EXE DPSTUDY_DATA DPSTUDY_ANALYZE
 """
 import glob
 import os
@@ -17,7 +17,7 @@ import h5py
 from e2e_support import TempFolderTest, make_fixtures, start_until
 import pandas as pd
 
-EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
+EXE, DATA_TOOL, ANALYZE = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
 class Results(TempFolderTest):
@@ -124,6 +124,47 @@ class Results(TempFolderTest):
         self.assertEqual(len(re.findall(r"^ +\d+ +[0-9a-f]{16} +to run ", r.stdout, re.M)), 5, r.stdout)
         self.assertIn("# runs: 5 to run\n", r.stdout)
         self.assertFalse(os.path.exists(out))
+
+    def test_a_global_batch_held_while_workers_are_swept(self):
+        # global_batch sets each run's batch_size = global_batch / workers; the runs are those
+        # of the batch sizes given by hand (same ids), and analyze groups them by global_batch.
+        out = os.path.join(self.tmp, "global")
+        base = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--epochs", "1", "--threads", "1", "--output", out]
+
+        def study(*args, status=0):
+            r = subprocess.run(base + list(args), capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, status, r.stdout + r.stderr)
+            return r
+
+        r = study("--name", "g", "--workers", "1,2,4", "--global_batch", "40,80", "--exclude",
+                  "global_batch=80 & batch_size<=40", "--dry_run")
+        self.assertIn("4 runs (2 excluded, 0 already complete), swept: workers, global_batch, batch_size", r.stdout)
+        listed = re.findall(r"^ +\d+ +([0-9a-f]{16}) +to run .*  (workers=\S+ global_batch=\S+ batch_size=\S+)$",
+                            r.stdout, re.M)
+        self.assertEqual([axes for _, axes in listed],
+                         ["workers=1 global_batch=40 batch_size=40", "workers=1 global_batch=80 batch_size=80",
+                          "workers=2 global_batch=40 batch_size=20", "workers=4 global_batch=40 batch_size=10"])
+        study("--name", "g", "--workers", "1,2,4", "--global_batch", "40", "--quiet")
+        by_hand = study("--name", "h", "--workers", "2", "--batch_size", "20", "--dry_run").stdout
+        self.assertIn(listed[2][0], by_hand)  # the same run id as batch_size 20 given by hand
+        with h5py.File(os.path.join(out, "g", "index.h5"), "r") as f:
+            self.assertEqual(sorted(zip(f["index"]["workers"][()], f["index"]["batch_size"][()])),
+                             [(1, 40), (2, 20), (4, 10)])
+            self.assertNotIn("global_batch", f["index"])  # a study key, not a run key
+        r = subprocess.run([ANALYZE, "summary", os.path.join(out, "g"), "--by", "global_batch"], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"\n +40 3 ")
+        # Bad input: a batch that is not whole, a value that is no count, both keys given.
+        r = study("--name", "g", "--workers", "3,4", "--global_batch", "40", "--dry_run", status=2)
+        self.assertIn("1 combination(s) are invalid (drop them with --exclude):\n"
+                      "  workers=3: --global_batch: '40' is not a multiple of workers (3)", r.stderr)
+        r = study("--name", "g", "--workers", "3", "--global_batch", "40", "--dry_run", status=2)
+        self.assertIn("--global_batch: '40' is not a multiple of workers (3)", r.stderr)
+        r = study("--name", "g", "--workers", "2", "--global_batch", "1e2", "--dry_run", status=2)
+        self.assertIn("--global_batch: '1e2' must be a whole number of samples >= 1", r.stderr)
+        r = study("--name", "g", "--global_batch", "40", "--batch_size", "20", "--dry_run", status=2)
+        self.assertIn("--global_batch: '40' cannot be combined with batch_size", r.stderr)
 
     def test_dry_run_says_how_each_run_uses_the_threads(self):
         cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1",
