@@ -646,6 +646,8 @@ class Analyze(TempFolderTest):
         self.assertTrue(0 <= float(by_term["overlap"]["p"]) <= 1)
         out = self.analyze("anova", self.main, "--factors", "sync_period,overlap", "--where", "lr=0.05")
         self.assertIn("9 runs in 3 of 4 cells, 3 per cell", out)
+        # The residual row's empty cells padded its line with spaces (which the README's copy kept).
+        self.assertEqual([line for line in out.splitlines() if line.endswith(" ")], [])
         self.assertIn("sync_period x overlap cannot be estimated (empty cells or one level)", out)
         # One family per --within level; the diverged lr=1000 runs leave their family without cells.
         out = self.analyze("anova", self.main, "--factors", "sync_period,overlap", "--within", "lr")

@@ -109,9 +109,10 @@ void print(const std::vector<Table>& tables, Format format, std::FILE* out) {
     for (std::size_t c = 0; c < tb.headers.size(); ++c) std::fprintf(out, " %*s", int(width[c]), tb.headers[c].c_str());
     std::fprintf(out, "\n");
     for (const auto& row : tb.rows) {
-      std::fprintf(out, " ");
-      for (std::size_t c = 0; c < row.size(); ++c) std::fprintf(out, " %*s", int(width[c]), row[c].c_str());
-      std::fprintf(out, "\n");
+      std::string line = " ";
+      for (std::size_t c = 0; c < row.size(); ++c) line += " " + std::string(width[c] - row[c].size(), ' ') + row[c];
+      line.erase(line.find_last_not_of(' ') + 1);  // empty last cells (an ANOVA's residual row) pad nothing
+      std::fprintf(out, "%s\n", line.c_str());
     }
     for (const auto& n : tb.notes) std::fprintf(out, "# %s\n", n.c_str());
     std::fprintf(out, "\n");
