@@ -233,7 +233,7 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
 
   // Study file first, then the command line on top.
   std::vector<std::string> study_keys = keys;
-  for (const char* k : {"name", "seeds", "exclude", "workload", kGlobalBatchKey}) study_keys.push_back(k);
+  for (const char* k : {"name", "seeds", "exclude", "workload", kGlobalBatch}) study_keys.push_back(k);
   for (const auto& k : search_keys()) study_keys.push_back(k);
   RawValues values;
   if (!g.study_file.empty()) {
@@ -295,12 +295,12 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
     const bool is_list = std::find(list_keys.begin(), list_keys.end(), k) != list_keys.end();
     r.axes.emplace_back(k, split_axis(k, it->second, is_list));
   }
-  const std::string global = take(kGlobalBatchKey);
+  const std::string global = take(kGlobalBatch);
   if (!global.empty()) {
     if (std::any_of(r.axes.begin(), r.axes.end(), [](const auto& a) { return a.first == "batch_size"; })) {
-      throw ConfigError(kGlobalBatchKey, global, "cannot be combined with batch_size: it sets each run's batch_size");
+      throw ConfigError(kGlobalBatch, global, "cannot be combined with batch_size: it sets each run's batch_size");
     }
-    r.axes.emplace_back(kGlobalBatchKey, split_axis(kGlobalBatchKey, global, false));
+    r.axes.emplace_back(kGlobalBatch, split_axis(kGlobalBatch, global, false));
   }
   if (!seeds.empty()) r.axes.emplace_back("seed", expand_seeds(seeds));
   for (const auto& [k, v] : r.axes) {
@@ -310,7 +310,7 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
     }
   }
   const auto swept = [&r](const std::string& k) { return std::find(r.swept.begin(), r.swept.end(), k) != r.swept.end(); };
-  if (swept(kGlobalBatchKey) || (!global.empty() && swept("workers"))) {
+  if (swept(kGlobalBatch) || (!global.empty() && swept("workers"))) {
     r.swept.push_back("batch_size");  // each run's, from global_batch / workers (study_plan.cpp)
   }
   if (r.searched) {
@@ -318,7 +318,7 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
     r.swept.push_back("trial");
   }
   std::vector<std::string> rule_keys = keys;
-  rule_keys.push_back(kGlobalBatchKey);
+  rule_keys.push_back(kGlobalBatch);
   r.rules = parse_exclude(exclude, rule_keys);
   // A reproduction is a study of one run: its file is written and compared with the reference.
   r.study_mode = !g.study_file.empty() || vm.count("output") || !r.swept.empty() || g.dry_run || g.rebuild_index ||

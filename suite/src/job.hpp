@@ -58,10 +58,6 @@ struct StoredRun {
   std::string parallel;             // workers or operations; empty in files older than the option
 };
 
-// A study key, not a run key: each combination's batch_size is global_batch / workers
-// (study_plan.cpp), so runs are stored, identified and indexed by their batch_size.
-inline constexpr const char* kGlobalBatchKey = "global_batch";
-
 // What the command line and the study file ask for.
 struct Request {
   JobOptions options;

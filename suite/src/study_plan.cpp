@@ -45,7 +45,7 @@ std::optional<std::string> batch_of_global(const RawValues& combo, const std::st
     end = 0;
   }
   if (end == 0 || end != global.size() || g < 1) {
-    throw ConfigError(kGlobalBatchKey, global, "must be a whole number of samples >= 1");
+    throw ConfigError(kGlobalBatch, global, "must be a whole number of samples >= 1");
   }
   long long w = default_workers;
   for (const auto& [k, v] : combo) {
@@ -58,7 +58,7 @@ std::optional<std::string> batch_of_global(const RawValues& combo, const std::st
   }
   if (w < 1) return std::nullopt;
   if (g % w != 0) {
-    throw ConfigError(kGlobalBatchKey, global,
+    throw ConfigError(kGlobalBatch, global,
                       "is not a multiple of workers (" + std::to_string(w) + "): each worker's batch_size would be " +
                           "fractional");
   }
@@ -73,7 +73,7 @@ PlannedRun resolve(const RawValues& combo, const Workload& workload) {
   d.add(run_options.description()).add(md);
   std::vector<std::string> args;
   for (const auto& [k, v] : combo) {
-    if (k != kGlobalBatchKey) {
+    if (k != kGlobalBatch) {
       args.insert(args.end(), {"--" + k, v});
     } else if (!has_key(combo, "batch_size")) {  // plan_runs found it gives no whole batch: say why
       (void)batch_of_global(combo, v, workload.defaults.workers);
@@ -200,7 +200,7 @@ Plan plan_runs(const Request& request, const Workload& workload) {
   for (RawValues base : cartesian_product(request.axes)) {
     // global_batch gives each combination its batch_size, which exclude rules and the run's
     // listing see as if the study had given it (resolve() says why where it gives none).
-    const auto global = std::find_if(base.begin(), base.end(), [](const auto& kv) { return kv.first == kGlobalBatchKey; });
+    const auto global = std::find_if(base.begin(), base.end(), [](const auto& kv) { return kv.first == kGlobalBatch; });
     if (global != base.end()) {
       try {
         if (auto batch = batch_of_global(base, global->second, workload.defaults.workers)) {

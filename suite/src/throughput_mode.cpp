@@ -45,7 +45,7 @@ int run_throughput_mode(const Job& job) {
                         {"procs", std::int64_t(procs)},
                         {"device", device.str()}};
     for (const std::string& k : swept) {
-      if (neutral.count(k) || k == "workers" || k == "batch_size" || k == "sync_period" || k == kGlobalBatchKey) {
+      if (neutral.count(k) || k == "workers" || k == "batch_size" || k == "sync_period" || k == kGlobalBatch) {
         continue;  // in the point's name already (global_batch: workers x batch)
       }
       const auto v = std::find_if(p.values.begin(), p.values.end(), [&](const auto& kv) { return kv.first == k; });

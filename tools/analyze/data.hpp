@@ -30,8 +30,7 @@ struct Runs {
 };
 
 // Loads every study folder; UsageError for a folder that is not a study. Adds the column
-// kGlobalBatch (workers x batch_size) to the index's.
-inline constexpr const char* kGlobalBatch = "global_batch";
+// global_batch (workers x batch_size, dpstudy/study.hpp's kGlobalBatch) to the index's.
 Runs load_studies(const std::vector<std::string>& dirs);
 // Adds a warning for each dataset whose runs (those kept) were trained on different copies
 // of its files (the index's data_digest): they differ in their data as well as in their keys.

@@ -14,6 +14,7 @@
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/results.hpp"
+#include "dpstudy/study.hpp"
 
 namespace fs = std::filesystem;
 

@@ -12,6 +12,11 @@
 
 namespace dpstudy {
 
+// Samples per step over all workers (workers x batch_size). A study key that sets each
+// run's batch_size (study_plan.cpp), not a run key: runs are stored, identified and indexed
+// by their batch_size; dpstudy-analyze derives a column of this name from the index.
+inline constexpr const char* kGlobalBatch = "global_batch";
+
 // Key -> raw text, in the order keys are declared (not the order given).
 using RawValues = std::vector<std::pair<std::string, std::string>>;
 
