@@ -370,6 +370,14 @@ class Analyze(TempFolderTest):
         subprocess.run([EXE] + command[1:], check=True, stdout=subprocess.DEVNULL)
         self.assertEqual(next(csv.DictReader(io.StringIO(self.analyze("summary", lost, "--format", "csv"))))["n"], "4")
         shutil.rmtree(lost)
+        # A study of --mode throughput alone, as the README's speed example makes.
+        subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--mode", "throughput", "--iterations",
+                        "2", "--output", self.tmp, "--name", "speed", "--quiet"], check=True, capture_output=True)
+        speed = os.path.join(self.tmp, "speed")
+        out = self.analyze("summary", speed, status=2)
+        self.assertIn(f"{speed}: holds the throughput table of --mode throughput ({speed}/throughput.h5) but no "
+                      f"trained run (no index.h5); steps-to-result reads it beside a trained study", out)
+        shutil.rmtree(speed)
 
     def test_a_study_with_no_finished_run_says_so(self):
         # Its index lists no run yet: "no run_id column (a damaged or edited index)" before.
