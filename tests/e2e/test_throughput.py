@@ -123,6 +123,43 @@ class Throughput(TempFolderTest):
             self.assertAlmostEqual(float(cell["est. time to result (s)"]), float(cell["best (steps)"]) / sps,
                                    delta=1e-3 * float(cell["best (steps)"]) / sps)
 
+    def test_analyze_tabulates_each_point_with_its_speed_up_over_one_worker(self):
+        out = os.path.join(self.tmp, "speedup")
+        r = self.run_exe("--workers", "1,2,4", "--sync_period", "1,4", "--iterations", "2", "--output", out,
+                         "--name", "s", "--quiet")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with h5py.File(os.path.join(out, "s", "throughput.h5"), "r") as f:
+            t = f["throughput"]
+            rate = {(int(w), int(h)): v for w, h, v in zip(t["workers"][()], t["sync_period"][()],
+                                                           t["samples_per_s"][()])}
+
+        def table(*args, status=0):
+            r = subprocess.run([ANALYZE, "throughput", *args], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, status, r.stdout + r.stderr)
+            return r.stdout + r.stderr
+
+        rows = list(csv.DictReader(io.StringIO(table(os.path.join(out, "s"), "--format", "csv"))))
+        self.assertEqual([(r["workers"], r["sync_period"]) for r in rows],
+                         [(w, h) for w in ("1", "2", "4") for h in ("1", "4")])
+        for row in rows:
+            w, h = int(row["workers"]), int(row["sync_period"])
+            self.assertAlmostEqual(float(row["samples/s"]), rate[(w, h)], delta=1e-5 * rate[(w, h)])
+            speedup = rate[(w, h)] / rate[(1, h)]  # against 1 worker at the same sync period
+            self.assertAlmostEqual(float(row["speed-up (x)"]), speedup, delta=0.01 * speedup)
+            self.assertAlmostEqual(float(row["efficiency (fraction)"]), speedup / w, delta=0.01 * speedup / w)
+        # --where keeps points, not their baseline; the file itself may be given.
+        rows = list(csv.DictReader(io.StringIO(table(os.path.join(out, "s", "throughput.h5"), "--where", "workers=4",
+                                                     "--where", "sync_period=4", "--format", "csv"))))
+        self.assertEqual(len(rows), 1)
+        speedup = rate[(4, 4)] / rate[(1, 4)]
+        self.assertAlmostEqual(float(rows[0]["speed-up (x)"]), speedup, delta=0.01 * speedup)
+        self.assertIn("--where: 'speed=1' names 'speed', not a column of", table(os.path.join(out, "s"), "--where",
+                                                                                 "speed=1", status=2))
+        self.assertIn("no such file; --mode throughput writes <output>/<study>/throughput.h5",
+                      table(os.path.join(out, "nothing"), status=2))
+        self.assertIn("--by workers: throughput does not read it", table(os.path.join(out, "s"), "--by", "workers",
+                                                                         status=2))
+
     def test_steps_to_result_by_the_global_batch_of_swept_workers(self):
         # Shallue et al.'s batch size is the global one: with workers swept, batch_size (per
         # worker) is not it, and the index has no such column; analyze derives global_batch.

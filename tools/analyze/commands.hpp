@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,6 +104,19 @@ std::string trials_pooled_note(const Runs& r, const std::vector<std::string>& by
 // The regime of the step from one batch size to the next (docs/analysis.md).
 std::string regime(double x0, double s0, double x1, double s1);
 std::vector<Table> steps_to_result(const Runs& r, const Options& o);
+
+// speed.cpp: throughput mode's table (<study>/throughput.h5, docs/performance.md), every
+// column as text to compare with index values, with the index's derived global_batch.
+struct Speed {
+  std::vector<std::string> benchmark;
+  std::map<std::string, std::vector<std::string>> columns;
+  std::vector<double> steps_per_s;
+  std::vector<std::string> run_type, aggregate;
+};
+Speed read_speed(const std::string& path);
+// Each point of the tables of the study folders (or files) given, with its speed-up over
+// the point of one worker.
+std::vector<Table> throughput(const Options& o);
 
 // plot.cpp, report.cpp: files written to --output. plot returns a note for
 // under the figure (bands cut at the metric's range), or "".

@@ -144,48 +144,6 @@ std::string trials_pooled_note(const Runs& r, const std::vector<std::string>& by
 
 namespace {
 
-// Training steps per second per sweep point, from a throughput mode table
-// (<study>/throughput.h5, docs/performance.md): the rows of one group are those
-// whose columns equal the group's --by values and the --where values they have.
-struct Speed {
-  std::vector<std::string> benchmark;
-  std::map<std::string, std::vector<std::string>> columns;  // as text, to compare with index values
-  std::vector<double> steps_per_s;
-  std::vector<std::string> run_type, aggregate;
-};
-
-Speed read_speed(const std::string& path) {
-  const h5::File f = h5::File::open_read(path);
-  if (!f.root().has("throughput")) throw DataError(path, "no /throughput group (it is written by --mode throughput)");
-  const h5::Group t = f.root().open_group("throughput");
-  Speed s;
-  s.benchmark = t.read_strings("benchmark");
-  s.steps_per_s = t.read_doubles("steps_per_s");
-  s.run_type = t.read_strings("run_type");
-  s.aggregate = t.read_strings("aggregate");
-  for (const std::string& name : t.members()) {
-    std::vector<std::string> text;
-    const char kind = t.dataset_kind(name);
-    if (kind == 's') {
-      text = t.read_strings(name);
-    } else if (kind == 'i') {
-      for (const auto v : t.read_ints(name)) text.push_back(std::to_string(v));
-    } else {
-      for (const auto v : t.read_doubles(name)) text.push_back(num(v, 17));
-    }
-    s.columns[name] = std::move(text);
-  }
-  // The index's derived column (load.cpp), so that groups by it find their point too.
-  const auto w = s.columns.find("workers"), b = s.columns.find("batch_size");
-  if (w != s.columns.end() && b != s.columns.end() && !s.columns.count(kGlobalBatch)) {
-    std::vector<std::string>& text = s.columns[kGlobalBatch];
-    for (std::size_t i = 0; i < w->second.size(); ++i) {
-      text.push_back(num(std::strtod(w->second[i].c_str(), nullptr) * std::strtod(b->second[i].c_str(), nullptr), 17));
-    }
-  }
-  return s;
-}
-
 bool same_value(const std::string& a, const std::string& b) {
   char* ea = nullptr;
   char* eb = nullptr;

@@ -35,6 +35,8 @@ commands:
   curves           [--by K] [--series S] [--x step|epoch|samples|time_s] [--interval I]: mean curves with bands
   steps-to-result  --target T [--by batch_size] [--series S] [--throughput F]: first evaluated step reaching T
                    (--by global_batch: workers x batch_size, with workers swept)
+  throughput       [--where K=V]: each point of --mode throughput's table (the folder's throughput.h5): samples/s,
+                   steps/s, communication, memory, speed-up and efficiency over one worker
   report           --by K1,K2 [--factor F] --output FOLDER: report.md with the summary, the factorial ANOVA,
                    the comparisons of F and the figures, each with its command
   plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command)
@@ -98,8 +100,8 @@ int main(int argc, char** argv) {
       std::cout << kUsage << "\n" << named;
       return o.command.empty() && !vm.count("help") ? 2 : 0;
     }
-    const std::vector<std::string> commands = {"runs",  "summary",         "compare", "anova", "power",
-                                               "curves", "steps-to-result", "report",  "plot"};
+    const std::vector<std::string> commands = {"runs",   "summary",         "compare",    "anova",  "power",
+                                               "curves", "steps-to-result", "throughput", "report", "plot"};
     if (std::find(commands.begin(), commands.end(), o.command) == commands.end()) {
       throw UsageError("unknown command '" + o.command + "'; the commands: " + join(commands, ", "));
     }
@@ -152,6 +154,11 @@ int main(int argc, char** argv) {
     interval_named(o.interval);  // both refused before the results are read
     if (o.style != "bars" && o.style != "band") throw ConfigError("style", o.style, "is not one of: bars, band");
     if (o.command == "steps-to-result" && o.by.empty()) o.by = {"batch_size"};
+    if (o.command == "throughput") {  // the tables of --mode throughput, not the runs' index
+      if (o.dirs.empty()) throw UsageError("give at least one study folder of --mode throughput (e.g. results/speed)");
+      print(throughput(o), format);
+      return 0;
+    }
     Runs r = load_studies(o.dirs);
     const auto warn = [&r] {
       for (const std::string& w : r.warnings) std::fprintf(stderr, "dpstudy-analyze: warning: %s\n", w.c_str());

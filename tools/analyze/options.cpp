@@ -28,7 +28,7 @@ const std::map<std::string, std::set<std::string>>& readers() {
       {"alpha", {"compare", "power", "report"}},
       {"include_diverged", {"summary", "compare", "anova", "curves", "report", "plot:summary", "plot:curves"}},
       {"log_x", {"report", "plot:summary"}},
-      {"format", {"runs", "summary", "compare", "anova", "power", "curves", "steps-to-result"}},
+      {"format", {"runs", "summary", "compare", "anova", "power", "curves", "steps-to-result", "throughput"}},
       {"effect", {"power"}},
       {"power", {"power"}},
       {"series", {"curves", "steps-to-result", "report", "plot:curves", "plot:steps", "plot:best_lr"}},

@@ -1,0 +1,146 @@
+// dpstudy-analyze's reading of throughput mode's tables (<study>/throughput.h5,
+// docs/performance.md): steps/s for steps-to-result, and the throughput command's
+// table of each point with its speed-up over one worker.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "commands.hpp"
+#include "dpstudy/error.hpp"
+#include "dpstudy/hdf5.hpp"
+#include "dpstudy/study.hpp"
+
+namespace fs = std::filesystem;
+
+namespace dpstudy::analyze {
+
+Speed read_speed(const std::string& path) {
+  const h5::File f = h5::File::open_read(path);
+  if (!f.root().has("throughput")) throw DataError(path, "no /throughput group (it is written by --mode throughput)");
+  const h5::Group t = f.root().open_group("throughput");
+  Speed s;
+  s.benchmark = t.read_strings("benchmark");
+  s.steps_per_s = t.read_doubles("steps_per_s");
+  s.run_type = t.read_strings("run_type");
+  s.aggregate = t.read_strings("aggregate");
+  for (const std::string& name : t.members()) {
+    std::vector<std::string> text;
+    const char kind = t.dataset_kind(name);
+    if (kind == 's') {
+      text = t.read_strings(name);
+    } else if (kind == 'i') {
+      for (const auto v : t.read_ints(name)) text.push_back(std::to_string(v));
+    } else {
+      for (const auto v : t.read_doubles(name)) text.push_back(num(v, 17));
+    }
+    s.columns[name] = std::move(text);
+  }
+  // The index's derived column (load.cpp), so that groups by it find their point too.
+  const auto w = s.columns.find("workers"), b = s.columns.find("batch_size");
+  if (w != s.columns.end() && b != s.columns.end() && !s.columns.count(kGlobalBatch)) {
+    std::vector<std::string>& text = s.columns[kGlobalBatch];
+    for (std::size_t i = 0; i < w->second.size(); ++i) {
+      text.push_back(num(std::strtod(w->second[i].c_str(), nullptr) * std::strtod(b->second[i].c_str(), nullptr), 17));
+    }
+  }
+  return s;
+}
+
+namespace {
+
+// The table's measurements and Google Benchmark's bookkeeping: every other column is a key
+// of the sweep point (workers, batch_size, sync_period, procs, device, parallel, sparsity, ...).
+const std::set<std::string> kNotKeys = {"benchmark",       "run_type",       "aggregate",     "repetition",
+                                        "iterations",      "time_per_period_s", "samples_per_s", "steps_per_s",
+                                        "comm_fraction",   "alg_bytes_per_s", "bus_bytes_per_s", "peak_rss_mib"};
+// How a point ran, not what it trained: a 1-worker point runs on 1 process, one operation at
+// a time, and is still the baseline of a 4-worker point on 4 processes.
+const std::set<std::string> kHow = {"workers", "procs", "parallel", kGlobalBatch};
+
+double number(const Speed& s, const std::string& column, std::size_t i) {
+  const auto c = s.columns.find(column);
+  return c == s.columns.end() ? std::nan("") : std::strtod(c->second[i].c_str(), nullptr);
+}
+
+}  // namespace
+
+std::vector<Table> throughput(const Options& o) {
+  std::vector<Table> tables;
+  for (const std::string& dir : o.dirs) {
+    std::error_code ec;
+    const std::string path = fs::is_directory(dir, ec) ? (fs::path(dir) / "throughput.h5").string() : dir;
+    if (!fs::is_regular_file(path, ec)) {
+      throw UsageError(path + ": no such file; --mode throughput writes <output>/<study>/throughput.h5, and "
+                              "throughput reads that folder or the file");
+    }
+    const Speed s = read_speed(path);
+    std::vector<std::string> keys;
+    for (const char* k : {"workers", "batch_size", kGlobalBatch, "sync_period", "procs", "device", "parallel"}) {
+      if (s.columns.count(k)) keys.push_back(k);
+    }
+    for (const auto& [name, values] : s.columns) {
+      if (!kNotKeys.count(name) && std::find(keys.begin(), keys.end(), name) == keys.end()) keys.push_back(name);
+    }
+    // Each point once: the mean of its repetitions where they were made, else its one measurement.
+    const bool means = std::find(s.aggregate.begin(), s.aggregate.end(), "mean") != s.aggregate.end();
+    std::vector<std::size_t> points, rows;  // every point; those --where keeps
+    for (std::size_t i = 0; i < s.benchmark.size(); ++i) {
+      if (means ? s.aggregate[i] != "mean" : s.run_type[i] != "iteration") continue;
+      points.push_back(i);
+      bool kept = true;
+      for (const std::string& w : o.where) {
+        const Comparison c = parse_comparison(w, "where", w);
+        const auto col = s.columns.find(c.key);
+        if (col == s.columns.end()) {
+          throw ConfigError("where", w, "names '" + c.key + "', not a column of " + path + " (its keys: " +
+                                            join(keys, ", ") + ")");
+        }
+        kept = kept && holds(c, col->second[i]);
+      }
+      if (kept) rows.push_back(i);
+    }
+    if (rows.empty()) throw UsageError(path + ": no point " + (o.where.empty() ? "measured" : "kept by --where"));
+    const auto baseline_of = [&](std::size_t i) -> std::optional<std::size_t> {  // --where may leave it out
+      for (const std::size_t j : points) {
+        if (number(s, "workers", j) != 1) continue;
+        const bool same = std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
+          return kHow.count(k) || s.columns.at(k)[j] == s.columns.at(k)[i];
+        });
+        if (same) return j;
+      }
+      return std::nullopt;
+    };
+    Table t;
+    t.title = "throughput of each sweep point (" + path + ")";
+    t.headers = keys;
+    for (const char* h : {"samples/s", "steps/s", "comm (fraction)", "peak RSS (MiB)", "speed-up (x)",
+                          "efficiency (fraction)"}) {
+      t.headers.push_back(h);
+    }
+    for (const std::size_t i : rows) {
+      std::vector<std::string> row;
+      for (const std::string& k : keys) row.push_back(s.columns.at(k)[i]);
+      const double rate = number(s, "samples_per_s", i);
+      const auto base = baseline_of(i);
+      const double speedup = base ? rate / number(s, "samples_per_s", *base) : std::nan("");
+      const auto cell = [](double v, int digits) { return std::isnan(v) ? std::string("-") : num(v, digits); };
+      for (const std::string& c : {cell(rate, 6), cell(number(s, "steps_per_s", i), 6),
+                                   cell(number(s, "comm_fraction", i), 3), cell(number(s, "peak_rss_mib", i), 4),
+                                   cell(speedup, 3), cell(speedup / number(s, "workers", i), 3)}) {
+        row.push_back(c);
+      }
+      t.rows.push_back(std::move(row));
+    }
+    t.notes.push_back("speed-up: samples/s over those of the point with 1 worker and the same other keys (each "
+                      "worker's batch held: weak scaling); efficiency = speed-up / workers; - where no such point "
+                      "was measured");
+    if (means) t.notes.push_back("each point: the mean of its repetitions (Google Benchmark's aggregate)");
+    tables.push_back(std::move(t));
+  }
+  return tables;
+}
+
+}  // namespace dpstudy::analyze
