@@ -376,7 +376,8 @@ class Analyze(TempFolderTest):
         speed = os.path.join(self.tmp, "speed")
         out = self.analyze("summary", speed, status=2)
         self.assertIn(f"{speed}: holds the throughput table of --mode throughput ({speed}/throughput.h5) but no "
-                      f"trained run (no index.h5); steps-to-result reads it beside a trained study", out)
+                      f"trained run (no index.h5): `dpstudy-analyze throughput {speed}` tabulates it", out)
+        self.assertIn("speed-up (x)", self.analyze("throughput", speed))
         shutil.rmtree(speed)
 
     def test_a_study_with_no_finished_run_says_so(self):

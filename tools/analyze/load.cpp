@@ -92,8 +92,8 @@ std::string rebuild_command(const std::string& dir, const std::string& workload)
   if (fs::is_regular_file(fs::path(dir) / "throughput.h5", ec)) {  // --mode throughput trains no run
     const std::string table = (fs::path(dir) / "throughput.h5").string();
     throw UsageError(dir + ": holds the throughput table of --mode throughput (" + table + ") but no trained run " +
-                     "(no index.h5); steps-to-result reads it beside a trained study (--throughput " +
-                     shell_word(table) + "), h5py or h5dump read it alone (results/README.md)");
+                     "(no index.h5): `dpstudy-analyze throughput " + shell_word(dir) + "` tabulates it, and " +
+                     "steps-to-result reads it beside a trained study (--throughput " + shell_word(table) + ")");
   }
   throw UsageError(dir + ": not a study folder (no index.h5); a study's results are in <output>/<study>/, "
                          "e.g. results/quickstart");
