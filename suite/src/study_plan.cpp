@@ -59,8 +59,8 @@ std::optional<std::string> batch_of_global(const RawValues& combo, const std::st
   if (w < 1) return std::nullopt;
   if (g % w != 0) {
     throw ConfigError(kGlobalBatch, global,
-                      "is not a multiple of workers (" + std::to_string(w) + "): each worker's batch_size would be " +
-                          "fractional");
+                      "is not a multiple of workers (" + std::to_string(w) + "): each worker's batch_size would be "
+                      "fractional");
   }
   return std::to_string(g / w);
 }

@@ -53,9 +53,9 @@ namespace {
 
 // The table's measurements and Google Benchmark's bookkeeping: every other column is a key
 // of the sweep point (workers, batch_size, sync_period, procs, device, parallel, sparsity, ...).
-const std::set<std::string> kNotKeys = {"benchmark",       "run_type",       "aggregate",     "repetition",
-                                        "iterations",      "time_per_period_s", "samples_per_s", "steps_per_s",
-                                        "comm_fraction",   "alg_bytes_per_s", "bus_bytes_per_s", "peak_rss_mib"};
+const std::set<std::string> kNotKeys = {"benchmark",     "run_type",          "aggregate",       "repetition",
+                                        "iterations",    "time_per_period_s", "samples_per_s",   "steps_per_s",
+                                        "comm_fraction", "alg_bytes_per_s",   "bus_bytes_per_s", "peak_rss_mib"};
 // How a point ran, not what it trained: a 1-worker point runs on 1 process, one operation at
 // a time, and is still the baseline of a 4-worker point on 4 processes.
 const std::set<std::string> kHow = {"workers", "procs", "parallel", kGlobalBatch};
