@@ -84,23 +84,22 @@ std::vector<Table> throughput(const Options& o) {
     for (const auto& [name, values] : s.columns) {
       if (!kNotKeys.count(name) && std::find(keys.begin(), keys.end(), name) == keys.end()) keys.push_back(name);
     }
+    std::vector<Comparison> where;
+    for (const std::string& w : o.where) {
+      where.push_back(parse_comparison(w, "where", w));
+      if (!s.columns.count(where.back().key)) {
+        throw ConfigError("where", w, "names '" + where.back().key + "', not a column of " + path + " (its keys: " +
+                                          join(keys, ", ") + ")");
+      }
+    }
     // Each point once: the mean of its repetitions where they were made, else its one measurement.
     const bool means = std::find(s.aggregate.begin(), s.aggregate.end(), "mean") != s.aggregate.end();
     std::vector<std::size_t> points, rows;  // every point; those --where keeps
     for (std::size_t i = 0; i < s.benchmark.size(); ++i) {
       if (means ? s.aggregate[i] != "mean" : s.run_type[i] != "iteration") continue;
       points.push_back(i);
-      bool kept = true;
-      for (const std::string& w : o.where) {
-        const Comparison c = parse_comparison(w, "where", w);
-        const auto col = s.columns.find(c.key);
-        if (col == s.columns.end()) {
-          throw ConfigError("where", w, "names '" + c.key + "', not a column of " + path + " (its keys: " +
-                                            join(keys, ", ") + ")");
-        }
-        kept = kept && holds(c, col->second[i]);
-      }
-      if (kept) rows.push_back(i);
+      const auto kept = [&](const Comparison& c) { return holds(c, s.columns.at(c.key)[i]); };
+      if (std::all_of(where.begin(), where.end(), kept)) rows.push_back(i);
     }
     if (rows.empty()) throw UsageError(path + ": no point " + (o.where.empty() ? "measured" : "kept by --where"));
     const auto baseline_of = [&](std::size_t i) -> std::optional<std::size_t> {  // --where may leave it out
