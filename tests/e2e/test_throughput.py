@@ -147,6 +147,7 @@ class Throughput(TempFolderTest):
             speedup = rate[(w, h)] / rate[(1, h)]  # against 1 worker at the same sync period
             self.assertAlmostEqual(float(row["speed-up (x)"]), speedup, delta=0.01 * speedup)
             self.assertAlmostEqual(float(row["efficiency (fraction)"]), speedup / w, delta=0.01 * speedup / w)
+        self.assertNotIn("strong speed-up (x)", rows[0])  # no point holds another's global batch
         # --where keeps points, not their baseline; the file itself may be given.
         rows = list(csv.DictReader(io.StringIO(table(os.path.join(out, "s", "throughput.h5"), "--where", "workers=4",
                                                      "--where", "sync_period=4", "--format", "csv"))))
@@ -199,6 +200,17 @@ class Throughput(TempFolderTest):
         _, err = analyze("steps-to-result", folder, "--target", "0.5", "--by", "global_batch", "--throughput",
                          speed_file, status=2)
         self.assertIn("2 throughput points match one group", err)
+        # The throughput table: 2 x 10 against 1 x 20 (strong scaling: the global batch held) as
+        # well as against 1 x 10 (weak); 2 x 20 has no 1 x 40 to be held against.
+        rows = {(r["workers"], r["batch_size"]): r for r in csv.DictReader(io.StringIO(
+            analyze("throughput", folder, "--format", "csv")[0]))}
+        strong = speed[(2, 10)] / speed[(1, 20)]  # one global batch: the ratio of steps/s is that of samples/s
+        self.assertAlmostEqual(float(rows[("2", "10")]["strong speed-up (x)"]), strong, delta=0.01 * strong)
+        self.assertAlmostEqual(float(rows[("2", "10")]["strong efficiency (fraction)"]), strong / 2,
+                               delta=0.01 * strong)
+        self.assertEqual(rows[("2", "20")]["strong speed-up (x)"], "-")
+        weak = 2 * speed[(2, 10)] / speed[(1, 10)]  # samples/s: 2 x 10 against 1 x 10 samples a step
+        self.assertAlmostEqual(float(rows[("2", "10")]["speed-up (x)"]), weak, delta=0.01 * weak)
 
     def test_a_swept_key_beyond_the_shape_names_its_points_and_matches_where(self):
         # As docs/analysis.md does for lee2021-mini: sparsity swept, one sparsity's steps/s

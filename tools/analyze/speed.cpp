@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "commands.hpp"
@@ -102,16 +101,26 @@ std::vector<Table> throughput(const Options& o) {
       if (std::all_of(where.begin(), where.end(), kept)) rows.push_back(i);
     }
     if (rows.empty()) throw UsageError(path + ": no point " + (o.where.empty() ? "measured" : "kept by --where"));
-    const auto baseline_of = [&](std::size_t i) -> std::optional<std::size_t> {  // --where may leave it out
+    // The 1-worker point of `batch` samples a step with point i's other keys (--where may have left
+    // it out): each worker's batch for weak scaling, the global batch for strong scaling.
+    const auto speedup_over = [&](std::size_t i, double batch) {
       for (const std::size_t j : points) {
-        if (number(s, "workers", j) != 1) continue;
+        if (number(s, "workers", j) != 1 || number(s, "batch_size", j) != batch) continue;
         const bool same = std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
-          return kHow.count(k) || s.columns.at(k)[j] == s.columns.at(k)[i];
+          return kHow.count(k) || k == "batch_size" || s.columns.at(k)[j] == s.columns.at(k)[i];
         });
-        if (same) return j;
+        if (same) return number(s, "samples_per_s", i) / number(s, "samples_per_s", j);
       }
-      return std::nullopt;
+      return std::nan("");
     };
+    std::vector<double> weak, strong;
+    bool show_strong = false;  // where a point of several workers has its strong baseline
+    for (const std::size_t i : rows) {
+      const double workers = number(s, "workers", i), batch = number(s, "batch_size", i);
+      weak.push_back(speedup_over(i, batch));
+      strong.push_back(speedup_over(i, workers * batch));
+      show_strong = show_strong || (workers > 1 && !std::isnan(strong.back()));
+    }
     Table t;
     t.title = "throughput of each sweep point (" + path + ")";
     t.headers = keys;
@@ -119,23 +128,28 @@ std::vector<Table> throughput(const Options& o) {
                           "efficiency (fraction)"}) {
       t.headers.push_back(h);
     }
-    for (const std::size_t i : rows) {
+    if (show_strong) t.headers.insert(t.headers.end(), {"strong speed-up (x)", "strong efficiency (fraction)"});
+    const auto cell = [](double v, int digits) { return std::isnan(v) ? std::string("-") : num(v, digits); };
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const std::size_t i = rows[r];
+      const double workers = number(s, "workers", i);
       std::vector<std::string> row;
       for (const std::string& k : keys) row.push_back(s.columns.at(k)[i]);
-      const double rate = number(s, "samples_per_s", i);
-      const auto base = baseline_of(i);
-      const double speedup = base ? rate / number(s, "samples_per_s", *base) : std::nan("");
-      const auto cell = [](double v, int digits) { return std::isnan(v) ? std::string("-") : num(v, digits); };
-      for (const std::string& c : {cell(rate, 6), cell(number(s, "steps_per_s", i), 6),
+      for (const std::string& c : {cell(number(s, "samples_per_s", i), 6), cell(number(s, "steps_per_s", i), 6),
                                    cell(number(s, "comm_fraction", i), 3), cell(number(s, "peak_rss_mib", i), 4),
-                                   cell(speedup, 3), cell(speedup / number(s, "workers", i), 3)}) {
+                                   cell(weak[r], 3), cell(weak[r] / workers, 3)}) {
         row.push_back(c);
       }
+      if (show_strong) row.insert(row.end(), {cell(strong[r], 3), cell(strong[r] / workers, 3)});
       t.rows.push_back(std::move(row));
     }
-    t.notes.push_back("speed-up: samples/s over those of the point with 1 worker and the same other keys (each "
-                      "worker's batch held: weak scaling); efficiency = speed-up / workers; - where no such point "
-                      "was measured");
+    t.notes.push_back("speed-up: samples/s over those of the point with 1 worker, the same batch_size and the same "
+                      "other keys (each worker's batch held: weak scaling); efficiency = speed-up / workers; - where "
+                      "no such point was measured");
+    if (show_strong) {
+      t.notes.push_back("strong speed-up: over the point with 1 worker whose batch_size is this point's global batch "
+                        "(workers x batch_size held: strong scaling; samples/s and steps/s give one ratio)");
+    }
     if (means) t.notes.push_back("each point: the mean of its repetitions (Google Benchmark's aggregate)");
     tables.push_back(std::move(t));
   }
