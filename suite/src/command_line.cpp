@@ -309,7 +309,9 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
       if (dim.key == k) throw ConfigError("search_" + k, "", "conflicts with the " + k + " key: give one of the two");
     }
   }
-  const auto swept = [&r](const std::string& k) { return std::find(r.swept.begin(), r.swept.end(), k) != r.swept.end(); };
+  const auto swept = [&r](const std::string& k) {
+    return std::find(r.swept.begin(), r.swept.end(), k) != r.swept.end();
+  };
   if (swept(kGlobalBatch) || (!global.empty() && swept("workers"))) {
     r.swept.push_back("batch_size");  // each run's, from global_batch / workers (study_plan.cpp)
   }
