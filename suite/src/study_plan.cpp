@@ -102,7 +102,12 @@ std::string unmatched_rule_note(const ExcludeRule& rule, const decltype(Request:
   for (const auto& c : rule) {
     const auto axis = std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.first == c.key; });
     std::string part;
-    if (axis == axes.end()) {
+    const bool derived = c.key == "batch_size" && std::any_of(axes.begin(), axes.end(), [](const auto& a) {
+                           return a.first == kGlobalBatch;
+                         });
+    if (derived) {
+      part = "batch_size is global_batch / workers here";
+    } else if (axis == axes.end()) {
       part = c.key + " is not given by the study (its default applies; rules see only the values a study gives)";
     } else {
       std::string values;
