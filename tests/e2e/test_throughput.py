@@ -9,6 +9,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -160,6 +161,84 @@ class Throughput(TempFolderTest):
                       table(os.path.join(out, "nothing"), status=2))
         self.assertIn("--by workers: throughput does not read it", table(os.path.join(out, "s"), "--by", "workers",
                                                                          status=2))
+
+    def test_analyze_plots_samples_per_second_against_workers_with_linear_scaling(self):
+        out = os.path.join(self.tmp, "scaling")
+        for name, keys in (("weak", ["--batch_size", "10,20", "--sync_period", "1,4"]), ("strong", ["--global_batch", "20"])):
+            r = subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--threads", "1", "--mode",
+                                "throughput", "--workers", "1,2", *keys, "--iterations", "2", "--output", out,
+                                "--name", name, "--quiet"], capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with h5py.File(os.path.join(out, "weak", "throughput.h5"), "r") as f:
+            t = f["throughput"]
+            rate = {(int(w), int(b)): v for w, b, h, v in zip(t["workers"][()], t["batch_size"][()],
+                                                                t["sync_period"][()], t["samples_per_s"][()]) if h == 4}
+
+        def plot(*args, status=0):
+            r = subprocess.run([ANALYZE, "plot", "--kind", "scaling", *args], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, status, r.stdout + r.stderr)
+            return r.stdout + r.stderr
+
+        def drawn(svg_path):
+            # Each plotted line of the SVG by its title: the points of its first path's last polyline
+            # (a titled line's first one is its sample in the key); the dashed lines have no title.
+            with open(svg_path) as f:
+                svg = f.read()
+            lines = []
+            for part in svg.split('<g id="gnuplot_plot_')[1:]:
+                title = re.search(r"<title>([^<]*)</title>", part).group(1)
+                path = re.findall(r"<path stroke='[^']*'(?: stroke-dasharray='[^']*')?\s+d='([^']*)'", part)[0]
+                points = [tuple(float(v) for v in xy.split(",")) for xy in path.split("M")[-1].replace("L", " ").split()]
+                lines.append((title, points, "stroke-dasharray" in part.split("<path stroke=")[1]))
+            ticks = {float(v): float(y) for y, v in re.findall(
+                r'translate\([0-9.]+,([0-9.]+)\)[^>]*text-anchor="end">\s*<text><tspan[^>]*> ([0-9.]+)</tspan>', svg)}
+            (v0, y0), (v1, y1) = sorted(ticks.items())[:2]
+            return svg, lines, (y0 - y1) / math.log10(v1 / v0)  # pixels per decade of samples/s
+
+        path = os.path.join(out, "weak.svg")
+        text = plot(os.path.join(out, "weak"), "--where", "sync_period=4", "--output", path)
+        self.assertIn("one line per batch_size (each worker's batch held: weak scaling)", text)
+        svg, lines, decade = drawn(path)
+        self.assertIn("throughput against workers", svg)
+        self.assertIn("linear scaling (dashed)", svg)
+        by_title = {title: points for title, points, dashed in lines if not dashed}
+        for batch in (10, 20):
+            [(x1, y1), (x2, y2)] = by_title[f"batch_size={batch}"]
+            # Drawn where the table says: 2 workers' samples/s over 1 worker's, on a log axis.
+            self.assertAlmostEqual((y1 - y2) / decade, math.log10(rate[(2, batch)] / rate[(1, batch)]), delta=0.01)
+            # The dashed line after it: linear from 1 worker, twice the samples/s at 2.
+            i = next(k for k, (title, _, _) in enumerate(lines) if title == f"batch_size={batch}")
+            [(d1x, d1y), (d2x, d2y)] = lines[i + 1][1]
+            self.assertTrue(lines[i + 1][2])
+            self.assertEqual(((d1x, d1y), d2x), ((x1, y1), x2))
+            self.assertAlmostEqual((d1y - d2y) / decade, math.log10(2), delta=0.01)
+        # Strong scaling: a study holding the global batch gets a line per global batch; two tables
+        # in one figure name their study.
+        text = plot(os.path.join(out, "strong"), os.path.join(out, "weak"), "--where", "sync_period=1", "--output",
+                    os.path.join(out, "both.svg"))
+        self.assertIn("strong: one line per global batch (workers x batch_size held: strong scaling)", text)
+        self.assertIn("weak: one line per batch_size", text)
+        titles = [title for title, _, dashed in drawn(os.path.join(out, "both.svg"))[1] if not dashed]
+        self.assertEqual(titles[:3], ["strong: global_batch=20", "weak: batch_size=10", "weak: batch_size=20"])
+        # Repetitions: bars of one standard deviation.
+        r = self.run_exe("--workers", "1,2", "--iterations", "2", "--benchmark_repetitions=2", "--output", out,
+                         "--name", "repeated", "--quiet")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        plot(os.path.join(out, "repeated"), "--output", os.path.join(out, "repeated.svg"))
+        self.assertIn("mean and +/- 1 standard deviation over repetitions", drawn(os.path.join(out, "repeated.svg"))[0])
+        # Two points at one worker count on a line, and other slips.
+        self.assertIn("the line 'sync_period=1' has two points of workers=1 (they differ in batch_size): give --by "
+                      "batch_size for a line each, or keep one with --where batch_size=10",
+                      plot(os.path.join(out, "weak"), "--by", "sync_period", "--output", path, status=2))
+        self.assertIn("--by: 'workers' names workers, the x axis of plot --kind scaling",
+                      plot(os.path.join(out, "weak"), "--by", "workers", "--output", path, status=2))
+        self.assertIn("--by: 'lr' names 'lr', not a column of", plot(os.path.join(out, "weak"), "--by", "lr",
+                                                                     "--output", path, status=2))
+        self.assertIn("--format csv: plot --kind scaling does not read it",
+                      plot(os.path.join(out, "weak"), "--format", "csv", "--output", path, status=2))
+        self.assertIn("plot needs --output", plot(os.path.join(out, "weak"), status=2))
+        self.assertIn("no such file; --mode throughput writes", plot(os.path.join(out, "none"), "--output", path,
+                                                                     status=2))
 
     def test_steps_to_result_by_the_global_batch_of_swept_workers(self):
         # Shallue et al.'s batch size is the global one: with workers swept, batch_size (per

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -114,6 +115,21 @@ struct Speed {
   std::vector<std::string> run_type, aggregate;
 };
 Speed read_speed(const std::string& path);
+// One table's points: all of them (`points`, the baselines that --where may leave out) and those
+// --where keeps (`rows`), as row numbers of `s`; `keys`: the columns that name a sweep point.
+struct SpeedPoints {
+  std::string path;
+  Speed s;
+  std::vector<std::string> keys;
+  std::vector<std::size_t> points, rows;
+  bool means = false;  // each point is the mean of its repetitions (Google Benchmark's aggregate)
+  double number(const std::string& column, std::size_t i) const;  // NaN where there is no such column
+  double spread(std::size_t i) const;  // samples/s's standard deviation over repetitions; NaN without them
+  // How a point ran, not what it trained (workers, procs, parallel, global_batch).
+  static bool is_how(const std::string& key);
+};
+// The table of a study folder of --mode throughput, or the file itself.
+SpeedPoints speed_points(const std::string& dir_or_file, const std::vector<std::string>& where);
 // Each point of the tables of the study folders (or files) given, with its speed-up over
 // the point of one worker.
 std::vector<Table> throughput(const Options& o);
@@ -121,6 +137,10 @@ std::vector<Table> throughput(const Options& o);
 // plot.cpp, report.cpp: files written to --output. plot returns a note for
 // under the figure (bands cut at the metric's range), or "".
 std::string plot(const Runs& r, const Options& o);
+// plot --kind scaling: samples/s against workers from throughput tables (not the runs' index).
+void plot_scaling(const Options& o);
+// The kinds of plot, in the order the help lists them.
+const std::vector<std::string>& plot_kinds();
 void report(const Runs& r, const Options& o);
 
 }  // namespace analyze

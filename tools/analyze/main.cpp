@@ -39,7 +39,8 @@ commands:
                    steps/s, communication, memory, speed-up and efficiency over one worker
   report           --by K1,K2 [--factor F] --output FOLDER: report.md with the summary, the factorial ANOVA,
                    the comparisons of F and the figures, each with its command
-  plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command)
+  plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command);
+                   --kind scaling [--by K]: samples/s against workers from throughput tables, with linear scaling
 
 An option the command does not read is refused (say, --output with summary).
 
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
         "target", po::value(&o.target), "steps-to-result: the goal value of the series")(
         "throughput", po::value(&o.throughput),
         "steps-to-result: a throughput.h5 of --mode throughput; adds steps/s and the estimated time to result")(
-        "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, steps or best_lr")(
+        "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, steps, best_lr or scaling")(
         "interval", po::value(&o.interval)->default_value(o.interval),
         "curves, plot summary|curves: what the bars and bands show: ci95 (95 % t interval of the mean), sd "
         "(+/- 1 standard deviation), sem, range (min to max) or none")(
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
       throw UsageError("unknown command '" + o.command + "'; the commands: " + join(commands, ", "));
     }
     if (o.command == "plot" && !reads_option("plot", o.kind, "kind")) {  // every kind reads --kind
-      throw ConfigError("kind", o.kind, "is not one of: summary, curves, steps, best_lr");
+      throw ConfigError("kind", o.kind, "is not one of: " + join(plot_kinds(), ", "));
     }
     // An option the command would ignore is a slip (summary --output f.png wrote no file): refused.
     for (const po::option& opt : parsed.options) {
@@ -157,6 +158,11 @@ int main(int argc, char** argv) {
     if (o.command == "throughput") {  // the tables of --mode throughput, not the runs' index
       if (o.dirs.empty()) throw UsageError("give at least one study folder of --mode throughput (e.g. results/speed)");
       print(throughput(o), format);
+      return 0;
+    }
+    if (o.command == "plot" && o.kind == "scaling") {  // from throughput tables too
+      if (o.dirs.empty()) throw UsageError("give at least one study folder of --mode throughput (e.g. results/speed)");
+      plot_scaling(o);
       return 0;
     }
     Runs r = load_studies(o.dirs);

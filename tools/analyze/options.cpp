@@ -18,7 +18,7 @@ namespace {
 const std::map<std::string, std::set<std::string>>& readers() {
   static const std::map<std::string, std::set<std::string>> table = {
       {"by", {"runs", "summary", "curves", "steps-to-result", "report", "plot:summary", "plot:curves", "plot:steps",
-              "plot:best_lr"}},
+              "plot:best_lr", "plot:scaling"}},
       {"metric", {"runs", "summary", "compare", "anova", "power", "report", "plot:summary"}},
       {"factor", {"compare", "power", "report"}},
       {"within", {"compare", "anova", "power", "report"}},
@@ -35,15 +35,20 @@ const std::map<std::string, std::set<std::string>>& readers() {
       {"x", {"curves", "report", "plot:curves"}},
       {"target", {"steps-to-result", "plot:steps", "plot:best_lr"}},
       {"throughput", {"steps-to-result"}},
-      {"kind", {"plot:summary", "plot:curves", "plot:steps", "plot:best_lr"}},
+      {"kind", {"plot:summary", "plot:curves", "plot:steps", "plot:best_lr", "plot:scaling"}},
       {"interval", {"curves", "report", "plot:summary", "plot:curves"}},
       {"style", {"report", "plot:summary"}},
-      {"output", {"report", "plot:summary", "plot:curves", "plot:steps", "plot:best_lr"}},
+      {"output", {"report", "plot:summary", "plot:curves", "plot:steps", "plot:best_lr", "plot:scaling"}},
   };
   return table;
 }
 
 }  // namespace
+
+const std::vector<std::string>& plot_kinds() {
+  static const std::vector<std::string> kinds = {"summary", "curves", "steps", "best_lr", "scaling"};
+  return kinds;
+}
 
 std::string shell_word(const std::string& s) {
   const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
@@ -70,7 +75,7 @@ std::string commands_reading(const std::string& name) {
       commands.push_back(c);
     }
   }
-  if (kinds.size() == 4) {
+  if (kinds.size() == plot_kinds().size()) {
     commands.push_back("plot");
   } else if (!kinds.empty()) {
     commands.push_back("plot --kind " + join(kinds, "|"));

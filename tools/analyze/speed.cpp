@@ -59,70 +59,94 @@ const std::set<std::string> kNotKeys = {"benchmark",     "run_type",          "a
 // a time, and is still the baseline of a 4-worker point on 4 processes.
 const std::set<std::string> kHow = {"workers", "procs", "parallel", kGlobalBatch};
 
-double number(const Speed& s, const std::string& column, std::size_t i) {
+}  // namespace
+
+SpeedPoints speed_points(const std::string& dir, const std::vector<std::string>& where_texts) {
+  SpeedPoints p;
+  std::error_code ec;
+  p.path = fs::is_directory(dir, ec) ? (fs::path(dir) / "throughput.h5").string() : dir;
+  if (!fs::is_regular_file(p.path, ec)) {
+    throw UsageError(p.path + ": no such file; --mode throughput writes <output>/<study>/throughput.h5, and "
+                              "throughput reads that folder or the file");
+  }
+  p.s = read_speed(p.path);
+  const Speed& s = p.s;
+  for (const char* k : {"workers", "batch_size", kGlobalBatch, "sync_period", "procs", "device", "parallel"}) {
+    if (s.columns.count(k)) p.keys.push_back(k);
+  }
+  for (const auto& [name, values] : s.columns) {
+    if (!kNotKeys.count(name) && std::find(p.keys.begin(), p.keys.end(), name) == p.keys.end()) p.keys.push_back(name);
+  }
+  if (!s.columns.count("workers") || !s.columns.count("batch_size") || !s.columns.count("samples_per_s")) {
+    throw DataError(p.path, "/throughput has no workers, batch_size or samples_per_s column (not a table of "
+                            "--mode throughput?)");
+  }
+  std::vector<Comparison> where;
+  for (const std::string& w : where_texts) {
+    where.push_back(parse_comparison(w, "where", w));
+    if (!s.columns.count(where.back().key)) {
+      throw ConfigError("where", w, "names '" + where.back().key + "', not a column of " + p.path + " (its keys: " +
+                                        join(p.keys, ", ") + ")");
+    }
+  }
+  // Each point once: the mean of its repetitions where they were made, else its one measurement.
+  p.means = std::find(s.aggregate.begin(), s.aggregate.end(), "mean") != s.aggregate.end();
+  for (std::size_t i = 0; i < s.benchmark.size(); ++i) {
+    if (p.means ? s.aggregate[i] != "mean" : s.run_type[i] != "iteration") continue;
+    p.points.push_back(i);
+    const auto kept = [&](const Comparison& c) { return holds(c, s.columns.at(c.key)[i]); };
+    if (std::all_of(where.begin(), where.end(), kept)) p.rows.push_back(i);
+  }
+  if (p.rows.empty()) throw UsageError(p.path + ": no point " + (where.empty() ? "measured" : "kept by --where"));
+  return p;
+}
+
+double SpeedPoints::number(const std::string& column, std::size_t i) const {
   const auto c = s.columns.find(column);
   return c == s.columns.end() ? std::nan("") : std::strtod(c->second[i].c_str(), nullptr);
 }
 
-}  // namespace
+double SpeedPoints::spread(std::size_t i) const {
+  if (!means) return std::nan("");
+  const std::string& name = s.benchmark[i];
+  if (name.size() < 5 || name.compare(name.size() - 5, 5, "_mean") != 0) return std::nan("");
+  const std::string stddev = name.substr(0, name.size() - 5) + "_stddev";
+  for (std::size_t j = 0; j < s.benchmark.size(); ++j) {
+    if (s.benchmark[j] == stddev && s.aggregate[j] == "stddev") return number("samples_per_s", j);
+  }
+  return std::nan("");
+}
+
+bool SpeedPoints::is_how(const std::string& key) { return kHow.count(key) > 0; }
 
 std::vector<Table> throughput(const Options& o) {
   std::vector<Table> tables;
   for (const std::string& dir : o.dirs) {
-    std::error_code ec;
-    const std::string path = fs::is_directory(dir, ec) ? (fs::path(dir) / "throughput.h5").string() : dir;
-    if (!fs::is_regular_file(path, ec)) {
-      throw UsageError(path + ": no such file; --mode throughput writes <output>/<study>/throughput.h5, and "
-                              "throughput reads that folder or the file");
-    }
-    const Speed s = read_speed(path);
-    std::vector<std::string> keys;
-    for (const char* k : {"workers", "batch_size", kGlobalBatch, "sync_period", "procs", "device", "parallel"}) {
-      if (s.columns.count(k)) keys.push_back(k);
-    }
-    for (const auto& [name, values] : s.columns) {
-      if (!kNotKeys.count(name) && std::find(keys.begin(), keys.end(), name) == keys.end()) keys.push_back(name);
-    }
-    std::vector<Comparison> where;
-    for (const std::string& w : o.where) {
-      where.push_back(parse_comparison(w, "where", w));
-      if (!s.columns.count(where.back().key)) {
-        throw ConfigError("where", w, "names '" + where.back().key + "', not a column of " + path + " (its keys: " +
-                                          join(keys, ", ") + ")");
-      }
-    }
-    // Each point once: the mean of its repetitions where they were made, else its one measurement.
-    const bool means = std::find(s.aggregate.begin(), s.aggregate.end(), "mean") != s.aggregate.end();
-    std::vector<std::size_t> points, rows;  // every point; those --where keeps
-    for (std::size_t i = 0; i < s.benchmark.size(); ++i) {
-      if (means ? s.aggregate[i] != "mean" : s.run_type[i] != "iteration") continue;
-      points.push_back(i);
-      const auto kept = [&](const Comparison& c) { return holds(c, s.columns.at(c.key)[i]); };
-      if (std::all_of(where.begin(), where.end(), kept)) rows.push_back(i);
-    }
-    if (rows.empty()) throw UsageError(path + ": no point " + (o.where.empty() ? "measured" : "kept by --where"));
+    const SpeedPoints p = speed_points(dir, o.where);
+    const Speed& s = p.s;
+    const std::vector<std::string>& keys = p.keys;
     // The 1-worker point of `batch` samples a step with point i's other keys (--where may have left
     // it out): each worker's batch for weak scaling, the global batch for strong scaling.
     const auto speedup_over = [&](std::size_t i, double batch) {
-      for (const std::size_t j : points) {
-        if (number(s, "workers", j) != 1 || number(s, "batch_size", j) != batch) continue;
+      for (const std::size_t j : p.points) {
+        if (p.number("workers", j) != 1 || p.number("batch_size", j) != batch) continue;
         const bool same = std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
           return kHow.count(k) || k == "batch_size" || s.columns.at(k)[j] == s.columns.at(k)[i];
         });
-        if (same) return number(s, "samples_per_s", i) / number(s, "samples_per_s", j);
+        if (same) return p.number("samples_per_s", i) / p.number("samples_per_s", j);
       }
       return std::nan("");
     };
     std::vector<double> weak, strong;
     bool show_strong = false;  // where a point of several workers has its strong baseline
-    for (const std::size_t i : rows) {
-      const double workers = number(s, "workers", i), batch = number(s, "batch_size", i);
+    for (const std::size_t i : p.rows) {
+      const double workers = p.number("workers", i), batch = p.number("batch_size", i);
       weak.push_back(speedup_over(i, batch));
       strong.push_back(speedup_over(i, workers * batch));
       show_strong = show_strong || (workers > 1 && !std::isnan(strong.back()));
     }
     Table t;
-    t.title = "throughput of each sweep point (" + path + ")";
+    t.title = "throughput of each sweep point (" + p.path + ")";
     t.headers = keys;
     for (const char* h : {"samples/s", "steps/s", "comm (fraction)", "peak RSS (MiB)", "speed-up (x)",
                           "efficiency (fraction)"}) {
@@ -130,13 +154,13 @@ std::vector<Table> throughput(const Options& o) {
     }
     if (show_strong) t.headers.insert(t.headers.end(), {"strong speed-up (x)", "strong efficiency (fraction)"});
     const auto cell = [](double v, int digits) { return std::isnan(v) ? std::string("-") : num(v, digits); };
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-      const std::size_t i = rows[r];
-      const double workers = number(s, "workers", i);
+    for (std::size_t r = 0; r < p.rows.size(); ++r) {
+      const std::size_t i = p.rows[r];
+      const double workers = p.number("workers", i);
       std::vector<std::string> row;
       for (const std::string& k : keys) row.push_back(s.columns.at(k)[i]);
-      for (const std::string& c : {cell(number(s, "samples_per_s", i), 6), cell(number(s, "steps_per_s", i), 6),
-                                   cell(number(s, "comm_fraction", i), 3), cell(number(s, "peak_rss_mib", i), 4),
+      for (const std::string& c : {cell(p.number("samples_per_s", i), 6), cell(p.number("steps_per_s", i), 6),
+                                   cell(p.number("comm_fraction", i), 3), cell(p.number("peak_rss_mib", i), 4),
                                    cell(weak[r], 3), cell(weak[r] / workers, 3)}) {
         row.push_back(c);
       }
@@ -150,7 +174,7 @@ std::vector<Table> throughput(const Options& o) {
       t.notes.push_back("strong speed-up: over the point with 1 worker whose batch_size is this point's global batch "
                         "(workers x batch_size held: strong scaling; samples/s and steps/s give one ratio)");
     }
-    if (means) t.notes.push_back("each point: the mean of its repetitions (Google Benchmark's aggregate)");
+    if (p.means) t.notes.push_back("each point: the mean of its repetitions (Google Benchmark's aggregate)");
     tables.push_back(std::move(t));
   }
   return tables;
