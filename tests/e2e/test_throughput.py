@@ -191,13 +191,13 @@ class Throughput(TempFolderTest):
                 points = [tuple(float(v) for v in xy.split(",")) for xy in path.split("M")[-1].replace("L", " ").split()]
                 lines.append((title, points, "stroke-dasharray" in part.split("<path stroke=")[1]))
             ticks = {float(v): float(y) for y, v in re.findall(
-                r'translate\([0-9.]+,([0-9.]+)\)[^>]*text-anchor="end">\s*<text><tspan[^>]*> ([0-9.]+)</tspan>', svg)}
+                r'translate\([0-9.]+,([0-9.]+)\)[^>]*text-anchor="end">\s*<text><tspan[^>]*> ?([0-9.]+)</tspan>', svg)}
             (v0, y0), (v1, y1) = sorted(ticks.items())[:2]
             return svg, lines, (y0 - y1) / math.log10(v1 / v0)  # pixels per decade of samples/s
 
         path = os.path.join(out, "weak.svg")
         text = plot(os.path.join(out, "weak"), "--where", "sync_period=4", "--output", path)
-        self.assertIn("one line per batch_size (each worker's batch held: weak scaling)", text)
+        self.assertIn("each worker's batch held along a line: weak scaling", text)
         svg, lines, decade = drawn(path)
         self.assertIn("throughput against workers", svg)
         self.assertIn("linear scaling (dashed)", svg)
@@ -216,8 +216,8 @@ class Throughput(TempFolderTest):
         # in one figure name their study.
         text = plot(os.path.join(out, "strong"), os.path.join(out, "weak"), "--where", "sync_period=1", "--output",
                     os.path.join(out, "both.svg"))
-        self.assertIn("strong: one line per global batch (workers x batch_size held: strong scaling)", text)
-        self.assertIn("weak: one line per batch_size", text)
+        self.assertIn("strong: the global batch (workers x batch_size) held along a line: strong scaling", text)
+        self.assertIn("weak: each worker's batch held along a line: weak scaling", text)
         titles = [title for title, _, dashed in drawn(os.path.join(out, "both.svg"))[1] if not dashed]
         self.assertEqual(titles[:3], ["strong: global_batch=20", "weak: batch_size=10", "weak: batch_size=20"])
         # Repetitions: bars of one standard deviation.

@@ -228,12 +228,16 @@ namespace {
 // The keys whose lines a scaling plot draws when --by names none: those of the points kept
 // that take two or more values, less how a point ran; batch_size gives way to the global
 // batch where the sweep held that (fewer global batches than batches: strong scaling).
+// How many values column `k` takes in the points kept (0 where there is no such column).
+std::size_t distinct(const SpeedPoints& p, const std::string& k) {
+  if (!p.s.columns.count(k)) return 0;
+  std::set<std::string> v;
+  for (const std::size_t i : p.rows) v.insert(p.s.columns.at(k)[i]);
+  return v.size();
+}
+
 std::vector<std::string> scaling_lines(const SpeedPoints& p) {
-  const auto values = [&p](const std::string& k) {
-    std::set<std::string> v;
-    for (const std::size_t i : p.rows) v.insert(p.s.columns.at(k)[i]);
-    return v.size();
-  };
+  const auto values = [&p](const std::string& k) { return distinct(p, k); };
   std::vector<std::string> keys;
   for (const std::string& k : p.keys) {
     if (!SpeedPoints::is_how(k) && values(k) > 1) keys.push_back(k);
@@ -274,10 +278,12 @@ void plot_scaling(const Options& o) {
     // Several tables in one figure: each line says whose it is, by its study folder.
     const std::string study = fs::path(p.path).parent_path().filename().string();
     const std::string whose = o.dirs.size() > 1 ? study + ": " : "";
-    if (std::find(keys.begin(), keys.end(), kGlobalBatch) != keys.end()) {
-      notes.push_back(whose + "one line per global batch (workers x batch_size held: strong scaling)");
-    } else if (std::find(keys.begin(), keys.end(), "batch_size") != keys.end()) {
-      notes.push_back(whose + "one line per batch_size (each worker's batch held: weak scaling)");
+    // Which batch a line holds: the global one (strong scaling) or each worker's (weak).
+    const auto has = [&keys](const std::string& k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
+    if (has(kGlobalBatch) || (!has("batch_size") && distinct(p, "batch_size") > 1 && distinct(p, kGlobalBatch) == 1)) {
+      notes.push_back(whose + "the global batch (workers x batch_size) held along a line: strong scaling");
+    } else if (has("batch_size") || distinct(p, "batch_size") == 1) {
+      notes.push_back(whose + "each worker's batch held along a line: weak scaling");
     }
     std::map<std::vector<std::string>, std::size_t> line_of;
     std::map<std::pair<std::size_t, double>, std::size_t> row_at;  // a line's point at a worker count
@@ -286,8 +292,11 @@ void plot_scaling(const Options& o) {
       for (const std::string& k : keys) values.push_back(p.s.columns.at(k)[i]);
       auto [it, added] = line_of.emplace(values, lines.size());
       if (added) {
-        std::string name = keys.empty() ? "samples/s" : label(keys, values);
-        if (o.dirs.size() > 1) name = study + (keys.empty() ? "" : ": " + name);
+        // One line of a table: named by the batch it holds where that is one (weak scaling).
+        std::string name = !keys.empty()                       ? label(keys, values)
+                           : distinct(p, "batch_size") == 1 ? "batch_size=" + p.s.columns.at("batch_size")[i]
+                                                            : "samples/s";
+        if (o.dirs.size() > 1) name = study + ": " + name;
         lines.push_back(Line{name, {}});
       }
       const double workers = p.number("workers", i), rate = p.number("samples_per_s", i);
@@ -346,7 +355,7 @@ void plot_scaling(const Options& o) {
   plots.push_back("NaN with lines dt 2 lw 1 lc rgb 'gray30' title 'linear scaling (dashed)'");
   script << "set terminal " << term << "\nset grid\nset key outside right top noenhanced\n"
          << "set logscale x 2\nset logscale y 10\nset xlabel 'workers' noenhanced\n"
-         << "set ylabel 'throughput (samples/s)' noenhanced\nset title "
+         << "set ylabel 'throughput (samples/s)' noenhanced\nset format y '%.0f'\nset title "
          << plot_title(std::string("throughput against workers") +
                            (bars ? ": mean and +/- 1 standard deviation over repetitions" : ""),
                        o)
