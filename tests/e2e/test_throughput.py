@@ -240,6 +240,39 @@ class Throughput(TempFolderTest):
         self.assertIn("no such file; --mode throughput writes", plot(os.path.join(out, "none"), "--output", path,
                                                                      status=2))
 
+    def test_a_report_holds_the_throughput_measured_beside_the_study(self):
+        out = os.path.join(self.tmp, "reported")
+        study = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--threads", "1", "--workers", "1,2",
+                 "--sync_period", "1,4", "--batch_size", "10", "--output", out, "--name", "both", "--quiet"]
+        for mode in (["--epochs", "1"], ["--mode", "throughput", "--iterations", "2"]):
+            r = subprocess.run(study + mode, capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        folder, report = os.path.join(out, "both"), os.path.join(out, "report")
+        r = subprocess.run([ANALYZE, "report", folder, "--by", "sync_period", "--where", "workers=2", "--where",
+                            "seed=1", "--output", report], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(report, "report.md")) as f:
+            text = f.read()
+        # The table of the points the report's --where keeps, with the command that makes it alone;
+        # a filter on a key the table lacks (seed: it does not change a step's work) is said to be left out.
+        self.assertIn(f"## Throughput\n\n```sh\ndpstudy-analyze throughput {folder} --where 'workers=2'\n```", text)
+        self.assertIn("(--where seed=1 left out here: the throughput table has no such column)", text)
+        rows = [line for line in text.split("\n") if line.startswith("| 2 | 10 |")]
+        self.assertEqual(len(rows), 2, text)
+        self.assertIn(f"dpstudy-analyze plot --kind scaling {folder} --where 'workers=2' --output scaling.png", text)
+        self.assertIn("![throughput against workers](scaling.png)\n\n- each worker's batch held along a line", text)
+        with open(os.path.join(report, "scaling.png"), "rb") as f:
+            self.assertTrue(f.read().startswith(b"\x89PNG"))
+        # A study without a table: no such section.
+        os.remove(os.path.join(folder, "throughput.h5"))
+        r = subprocess.run([ANALYZE, "report", folder, "--by", "sync_period", "--output", report], capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(report, "report.md")) as f:
+            text = f.read()
+        self.assertNotIn("## Throughput", text)
+        self.assertNotIn("scaling.png", text)
+
     def test_steps_to_result_by_the_global_batch_of_swept_workers(self):
         # Shallue et al.'s batch size is the global one: with workers swept, batch_size (per
         # worker) is not it, and the index has no such column; analyze derives global_batch.

@@ -137,8 +137,11 @@ std::vector<Table> throughput(const Options& o);
 // plot.cpp, report.cpp: files written to --output. plot returns a note for
 // under the figure (bands cut at the metric's range), or "".
 std::string plot(const Runs& r, const Options& o);
-// plot --kind scaling: samples/s against workers from throughput tables (not the runs' index).
-void plot_scaling(const Options& o);
+// plot --kind scaling: samples/s against workers from throughput tables (not the runs' index);
+// returns the notes for under the figure (which batch each table's lines hold, the dashed lines).
+std::vector<std::string> plot_scaling(const Options& o);
+// The study folders of `dirs` that hold a throughput table (<study>/throughput.h5) too.
+std::vector<std::string> with_speed_table(const std::vector<std::string>& dirs);
 // The kinds of plot, in the order the help lists them.
 const std::vector<std::string>& plot_kinds();
 void report(const Runs& r, const Options& o);

@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
     }
     if (o.command == "plot" && o.kind == "scaling") {  // from throughput tables too
       if (o.dirs.empty()) throw UsageError("give at least one study folder of --mode throughput (e.g. results/speed)");
-      plot_scaling(o);
+      for (const std::string& note : plot_scaling(o)) std::printf("# %s\n", note.c_str());
       return 0;
     }
     Runs r = load_studies(o.dirs);

@@ -251,7 +251,7 @@ std::vector<std::string> scaling_lines(const SpeedPoints& p) {
 
 }  // namespace
 
-void plot_scaling(const Options& o) {
+std::vector<std::string> plot_scaling(const Options& o) {
   if (o.output.empty()) throw UsageError("plot needs --output FILE.png or FILE.svg");
   const std::string term = terminal_for(o.output);
   if (std::find(o.by.begin(), o.by.end(), "workers") != o.by.end()) {
@@ -370,10 +370,10 @@ void plot_scaling(const Options& o) {
   script << "\n";
   run_gnuplot(script.str(), data.str(), o.output);
   std::printf("wrote %s\n", o.output.c_str());
-  for (const std::string& note : notes) std::printf("# %s\n", note.c_str());
-  std::printf("# dashed: linear scaling from each line's point of fewest workers; the speed-up and efficiency of "
-              "each point: dpstudy-analyze throughput\n");
-  if (cut) std::printf("# a bar reaching 0 or below is cut at 1 %% of its mean (a logarithmic axis)\n");
+  notes.push_back("dashed: linear scaling from each line's point of fewest workers; the speed-up and efficiency of "
+                  "each point: dpstudy-analyze throughput");
+  if (cut) notes.push_back("a bar reaching 0 or below is cut at 1 % of its mean (a logarithmic axis)");
+  return notes;
 }
 
 }  // namespace dpstudy::analyze

@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/stats.hpp"
+#include "dpstudy/study.hpp"
 
 namespace fs = std::filesystem;
 
@@ -115,6 +116,35 @@ void report(const Runs& r, const Options& o) {
       print(compare(r, c), Format::markdown, out);
     }
   }
+  // The speed of the same sweep, where --mode throughput measured it into these folders too.
+  const std::vector<std::string> timed = with_speed_table(o.dirs);
+  std::string timed_dirs;
+  for (const std::string& d : timed) timed_dirs += " " + shell_word(d);
+  // The filters on keys a table has (workers=4 slices it too; overlap=0 names no point's key).
+  std::vector<std::string> timed_where, untimed_where;
+  for (const std::string& w : o.where) {
+    const std::string key = parse_comparison(w, "where", w).key;
+    const bool everywhere = std::all_of(timed.begin(), timed.end(), [&key](const std::string& d) {
+      return read_speed((fs::path(d) / "throughput.h5").string()).columns.count(key) > 0;
+    });
+    (everywhere ? timed_where : untimed_where).push_back(w);
+  }
+  for (const std::string& w : timed_where) timed_dirs += " --where " + shell_word(w);
+  if (!timed.empty()) {
+    Options t = o;
+    t.dirs = timed;
+    t.where = timed_where;
+    section("Throughput", "throughput" + timed_dirs);
+    if (!untimed_where.empty()) {
+      std::fprintf(out, "(--where %s left out here: the throughput table has no such column)\n\n",
+                   join(untimed_where, ", --where ").c_str());
+    }
+    try {
+      print(throughput(t), Format::markdown, out);
+    } catch (const std::exception& e) {
+      std::fprintf(out, "(no table: %s)\n\n", e.what());
+    }
+  }
   std::fprintf(out, "## Figures\n\n");
   const auto figure = [&](const std::string& kind, const std::vector<std::string>& keys, const std::string& file) {
     Options f = o;
@@ -139,6 +169,23 @@ void report(const Runs& r, const Options& o) {
   figure("summary", std::vector<std::string>(o.by.begin(), o.by.begin() + std::min<std::size_t>(2, o.by.size())),
          "summary.png");
   figure("curves", {o.by[0]}, "curves.png");
+  if (!timed.empty()) {
+    Options f = o;
+    f.dirs = timed;
+    f.where = timed_where;
+    f.kind = "scaling";
+    f.by.clear();
+    f.output = (fs::path(o.output) / "scaling.png").string();
+    std::fprintf(out, "```sh\ndpstudy-analyze plot --kind scaling%s --output scaling.png\n```\n\n", timed_dirs.c_str());
+    try {
+      const std::vector<std::string> notes = plot_scaling(f);
+      std::fprintf(out, "![throughput against workers](scaling.png)\n\n");
+      for (const std::string& note : notes) std::fprintf(out, "- %s\n", note.c_str());
+      std::fprintf(out, "\n");
+    } catch (const std::exception& e) {
+      std::fprintf(out, "(no figure: %s)\n\n", e.what());
+    }
+  }
   const bool written = std::fflush(out) == 0 && !std::ferror(out);
   if (std::fclose(md.release()) != 0 || !written || std::rename(partial.c_str(), path.c_str()) != 0) {
     throw ConfigError("output", o.output, "cannot be written (" + path + ")");

@@ -119,6 +119,15 @@ double SpeedPoints::spread(std::size_t i) const {
 
 bool SpeedPoints::is_how(const std::string& key) { return kHow.count(key) > 0; }
 
+std::vector<std::string> with_speed_table(const std::vector<std::string>& dirs) {
+  std::vector<std::string> found;
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    if (fs::is_regular_file(fs::path(dir) / "throughput.h5", ec)) found.push_back(dir);
+  }
+  return found;
+}
+
 std::vector<Table> throughput(const Options& o) {
   std::vector<Table> tables;
   for (const std::string& dir : o.dirs) {
