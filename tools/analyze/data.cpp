@@ -139,7 +139,8 @@ std::string pooled_note(const Runs& r, const std::vector<std::string>& held) {
 
 void apply_where(Runs& r, const std::vector<std::string>& where) {
   // KEY OP VALUE, parsed and compared as a study's exclude rules (study.hpp).
-  for (const auto& text : where) {
+  for (std::size_t w = 0; w < where.size(); ++w) {
+    const std::string& text = where[w];
     const Comparison c = parse_comparison(text, "where", text);
     require_columns(r, {c.key}, "--where key");
     char* end = nullptr;
@@ -159,7 +160,7 @@ void apply_where(Runs& r, const std::vector<std::string>& where) {
     // value the study never ran (sync_period=4 where it ran 1 and 32). None was moved out.
     if (kept.empty() && !r.runs.empty()) {
       const Values values = values_of(r, c.key);
-      const std::string which = &text == &where.front() ? "" : " the conditions before it kept";
+      const std::string which = w == 0 ? "" : " the conditions before it kept";
       throw UsageError("no run matches the --where conditions: '" + text + "' keeps none of the " +
                        std::to_string(r.runs.size()) + " runs" + which + "; " + c.key + " takes " +
                        value_list(values, 10) + (values.size() > 10 ? " (" + std::to_string(values.size()) +
