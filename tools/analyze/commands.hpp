@@ -134,7 +134,14 @@ SpeedPoints speed_points(const std::string& dir_or_file, const std::vector<std::
 // the point of one worker.
 std::vector<Table> throughput(const Options& o);
 
-// plot.cpp, report.cpp: files written to --output. plot returns a note for
+// A gnuplot title expression: the text, and under it the --where filters, so a figure that
+// shows a slice of a study says which.
+std::string plot_title(const std::string& text, const Options& o);
+// Keys of two or more grouping keys ("sync_period=32 local_sgd_from_epoch=10") beside the
+// graph would squeeze it to half the width: such keys go below it ("set key below").
+std::string key_placement(std::size_t longest_title);
+
+// plot.cpp, scaling.cpp, report.cpp: files written to --output. plot returns a note for
 // under the figure (bands cut at the metric's range), or "".
 std::string plot(const Runs& r, const Options& o);
 // plot --kind scaling: samples/s against workers from throughput tables (not the runs' index);
