@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every study file in studies/ checks out with the workloads its `workload` key
 names (their own dry run, without the dataset files), has the run count that
-docs/studies.md's table gives it, and is refused by any other workload; and
+docs/studies.md's table gives it, and is refused by another workload; and
 dpstudy-slurm takes the workload from the key.
 
 usage: test_shipped_studies.py SOURCE_DIR SLURM_LAUNCHER NAME=EXE...
@@ -94,16 +94,20 @@ class ShippedStudies(unittest.TestCase):
         self.assertEqual(os.listdir(self.tmp), [], "a dry run writes nothing")
 
     def test_other_workloads_refuse_a_study(self):
+        # Each study against one workload it does not name, the one that has refused the fewest so
+        # far, so that every workload refuses some (every pair would start LibTorch 45 times for one rule).
+        refused = {w: 0 for w in EXES}
         for f in study_files():
             named = workload_key(os.path.join(STUDIES, f))
-            for w, exe in EXES.items():
-                if w in named:
-                    continue
+            for w in sorted((w for w in EXES if w not in named), key=lambda w: refused[w])[:1]:
+                exe = EXES[w]
+                refused[w] += 1
                 with self.subTest(study=f, workload=w):
                     r = dry_run(exe, os.path.join(STUDIES, f), self.tmp)
                     self.assertEqual(r.returncode, 2, r.stdout[:300])
                     self.assertIn(f"this study is for dpstudy-{named[0]}", r.stderr)
                     self.assertIn(f"not dpstudy-{w}", r.stderr)
+        self.assertTrue(all(refused.values()), refused)
 
     def test_the_slurm_launcher_takes_the_workload_from_the_study(self):
         exe = EXES["simple-cnn"]
