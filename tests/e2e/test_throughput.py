@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import unittest
@@ -212,6 +213,21 @@ class Throughput(TempFolderTest):
             self.assertTrue(lines[i + 1][2])
             self.assertEqual(((d1x, d1y), d2x), ((x1, y1), x2))
             self.assertAlmostEqual((d1y - d2y) / decade, math.log10(2), delta=0.01)
+        # A point without a measurement (samples/s 0: a table edited by hand) has no place on a log axis: left out,
+        # and the lines after it still drawn from their own data; none at all is an error.
+        edited = os.path.join(out, "edited.h5")
+        shutil.copy(os.path.join(out, "weak", "throughput.h5"), edited)
+        with h5py.File(edited, "r+") as f:
+            t = f["throughput"]
+            t["samples_per_s"][...] = [0 if b == 10 else v for b, v in zip(t["batch_size"][()], t["samples_per_s"][()])]
+        plot(edited, "--where", "sync_period=4", "--output", path)
+        _, lines, decade = drawn(path)
+        by_title = {title: points for title, points, dashed in lines if not dashed}
+        self.assertNotIn("batch_size=10", by_title)
+        [(x1, y1), (x2, y2)] = by_title["batch_size=20"]
+        self.assertAlmostEqual((y1 - y2) / decade, math.log10(rate[(2, 20)] / rate[(1, 20)]), delta=0.01)
+        self.assertIn("no point kept has a measured samples/s above 0",
+                      plot(edited, "--where", "batch_size=10", "--output", path, status=2))
         # Strong scaling: a study holding the global batch gets a line per global batch; two tables
         # in one figure name their study.
         text = plot(os.path.join(out, "strong"), os.path.join(out, "weak"), "--where", "sync_period=1", "--output",

@@ -30,13 +30,12 @@ std::size_t distinct(const SpeedPoints& p, const std::string& k) {
 // that take two or more values, less how a point ran; batch_size gives way to the global
 // batch where the sweep held that (fewer global batches than batches: strong scaling).
 std::vector<std::string> scaling_lines(const SpeedPoints& p) {
-  const auto values = [&p](const std::string& k) { return distinct(p, k); };
   std::vector<std::string> keys;
   for (const std::string& k : p.keys) {
-    if (!SpeedPoints::is_how(k) && values(k) > 1) keys.push_back(k);
+    if (!SpeedPoints::is_how(k) && distinct(p, k) > 1) keys.push_back(k);
   }
   const auto batch = std::find(keys.begin(), keys.end(), "batch_size");
-  if (batch != keys.end() && p.s.columns.count(kGlobalBatch) && values(kGlobalBatch) < values("batch_size")) {
+  if (batch != keys.end() && p.s.columns.count(kGlobalBatch) && distinct(p, kGlobalBatch) < distinct(p, "batch_size")) {
     *batch = kGlobalBatch;
   }
   return keys;
@@ -122,9 +121,8 @@ std::vector<std::string> plot_scaling(const Options& o) {
   for (const Line& line : lines) {
     for (const auto& [w, rate_sd] : line.at) bars = bars || !std::isnan(rate_sd.second);
   }
-  std::size_t longest_title = 0;
-  for (std::size_t li = 0; li < lines.size(); ++li) {
-    const Line& line = lines[li];
+  std::size_t longest_title = 0, block = 0;  // block: the line's data block in the file
+  for (const Line& line : lines) {
     if (line.at.empty()) continue;
     const auto [w0, first] = *line.at.begin();
     for (const auto& [w, rate_sd] : line.at) {
@@ -138,12 +136,14 @@ std::vector<std::string> plot_scaling(const Options& o) {
            << " " << format_number(first.first * w / w0) << "\n";
     }
     data << "\n\n";
-    const std::string index = "datafile index " + std::to_string(li) + " ", colour = " lc " + std::to_string(li + 1);
+    const std::string index = "datafile index " + std::to_string(block) + " ";
+    const std::string colour = " lc " + std::to_string(++block);
     longest_title = std::max(longest_title, line.name.size());
     plots.push_back(index + (bars ? "using 1:2:3:4 with yerrorlines" : "using 1:2 with linespoints") + " lw 2 pt 7" +
                     colour + " title " + gnuplot_quoted(line.name));
     plots.push_back(index + "using 1:5 with lines dt 2 lw 1" + colour + " notitle");
   }
+  if (block == 0) throw UsageError("plot --kind scaling: no point kept has a measured samples/s above 0");
   // The key's entry for every line's dashed reference, in no line's colour.
   plots.push_back("NaN with lines dt 2 lw 1 lc rgb 'gray30' title 'linear scaling (dashed)'");
   script << "set terminal " << term << "\nset grid\nset key outside right top noenhanced\n"
