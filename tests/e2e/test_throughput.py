@@ -279,6 +279,16 @@ class Throughput(TempFolderTest):
         self.assertIn("![throughput against workers](scaling.png)\n\n- each worker's batch held along a line", text)
         with open(os.path.join(report, "scaling.png"), "rb") as f:
             self.assertTrue(f.read().startswith(b"\x89PNG"))
+        # A damaged table: the report is written, saying why that section has no table or figure.
+        with open(os.path.join(folder, "throughput.h5"), "wb") as f:
+            f.write(b"not an HDF5 file")
+        r = subprocess.run([ANALYZE, "report", folder, "--by", "sync_period", "--output", report], capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(report, "report.md")) as f:
+            text = f.read()
+        self.assertRegex(text, r"## Throughput\n\n```sh\n[^`]*```\n\n\(no table: [^\n]*throughput.h5")
+        self.assertRegex(text, r"--output scaling.png\n```\n\n\(no figure: [^\n]*throughput.h5")
         # A study without a table: no such section.
         os.remove(os.path.join(folder, "throughput.h5"))
         r = subprocess.run([ANALYZE, "report", folder, "--by", "sync_period", "--output", report], capture_output=True,

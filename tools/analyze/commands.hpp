@@ -123,6 +123,7 @@ struct SpeedPoints {
   std::vector<std::string> keys;
   std::vector<std::size_t> points, rows;
   bool means = false;  // each point is the mean of its repetitions (Google Benchmark's aggregate)
+  std::map<std::string, std::size_t> stddev_rows;  // benchmark name -> its row, of the stddev aggregates
   double number(const std::string& column, std::size_t i) const;  // NaN where there is no such column
   double spread(std::size_t i) const;  // samples/s's standard deviation over repetitions; NaN without them
   // How a point ran, not what it trained (workers, procs, parallel, global_batch).

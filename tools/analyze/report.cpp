@@ -121,12 +121,20 @@ void report(const Runs& r, const Options& o) {
   std::string timed_dirs;
   for (const std::string& d : timed) timed_dirs += " " + shell_word(d);
   // The filters on keys a table has (workers=4 slices it too; overlap=0 names no point's key).
+  std::vector<std::set<std::string>> columns(timed.size());
+  for (std::size_t i = 0; i < timed.size(); ++i) {
+    try {
+      for (const auto& column : read_speed((fs::path(timed[i]) / "throughput.h5").string()).columns) {
+        columns[i].insert(column.first);
+      }
+    } catch (const std::exception&) {  // a damaged table: the section below says why it has none
+    }
+  }
   std::vector<std::string> timed_where, untimed_where;
   for (const std::string& w : o.where) {
     const std::string key = parse_comparison(w, "where", w).key;
-    const bool everywhere = std::all_of(timed.begin(), timed.end(), [&key](const std::string& d) {
-      return read_speed((fs::path(d) / "throughput.h5").string()).columns.count(key) > 0;
-    });
+    const bool everywhere =
+        std::all_of(columns.begin(), columns.end(), [&key](const std::set<std::string>& c) { return c.count(key) > 0; });
     (everywhere ? timed_where : untimed_where).push_back(w);
   }
   for (const std::string& w : timed_where) timed_dirs += " --where " + shell_word(w);

@@ -92,6 +92,9 @@ SpeedPoints speed_points(const std::string& dir, const std::vector<std::string>&
   // Each point once: the mean of its repetitions where they were made, else its one measurement.
   p.means = std::find(s.aggregate.begin(), s.aggregate.end(), "mean") != s.aggregate.end();
   for (std::size_t i = 0; i < s.benchmark.size(); ++i) {
+    if (s.aggregate[i] == "stddev") p.stddev_rows[s.benchmark[i]] = i;
+  }
+  for (std::size_t i = 0; i < s.benchmark.size(); ++i) {
     if (p.means ? s.aggregate[i] != "mean" : s.run_type[i] != "iteration") continue;
     p.points.push_back(i);
     const auto kept = [&](const Comparison& c) { return holds(c, s.columns.at(c.key)[i]); };
@@ -110,11 +113,8 @@ double SpeedPoints::spread(std::size_t i) const {
   if (!means) return std::nan("");
   const std::string& name = s.benchmark[i];
   if (name.size() < 5 || name.compare(name.size() - 5, 5, "_mean") != 0) return std::nan("");
-  const std::string stddev = name.substr(0, name.size() - 5) + "_stddev";
-  for (std::size_t j = 0; j < s.benchmark.size(); ++j) {
-    if (s.benchmark[j] == stddev && s.aggregate[j] == "stddev") return number("samples_per_s", j);
-  }
-  return std::nan("");
+  const auto row = stddev_rows.find(name.substr(0, name.size() - 5) + "_stddev");
+  return row == stddev_rows.end() ? std::nan("") : number("samples_per_s", row->second);
 }
 
 bool SpeedPoints::is_how(const std::string& key) { return kHow.count(key) > 0; }
