@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -97,7 +98,8 @@ PlannedRun resolve(const RawValues& combo, const Workload& workload) {
 
 // Why a rule drops nothing, which is most often a slip: a ',' for ';', a key
 // left at its default, a value no axis has.
-std::string unmatched_rule_note(const ExcludeRule& rule, const decltype(Request::axes)& axes) {
+std::string unmatched_rule_note(const ExcludeRule& rule, const decltype(Request::axes)& axes,
+                                const std::vector<PlannedRun>& runs) {
   std::string why;
   for (const auto& c : rule) {
     const auto axis = std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.first == c.key; });
@@ -106,7 +108,11 @@ std::string unmatched_rule_note(const ExcludeRule& rule, const decltype(Request:
                            return a.first == kGlobalBatch;
                          });
     if (derived) {
-      part = "batch_size is global_batch / workers here";
+      std::set<std::int64_t> batches;
+      for (const PlannedRun& p : runs) batches.insert(p.config.batch_size);
+      std::string values;
+      for (const std::int64_t b : batches) values += (values.empty() ? "" : ", ") + std::to_string(b);
+      part = "batch_size is global_batch / workers here (it takes " + values + ")";
     } else if (axis == axes.end()) {
       part = c.key + " is not given by the study (its default applies; rules see only the values a study gives)";
     } else {
@@ -258,7 +264,7 @@ Plan plan_runs(const Request& request, const Workload& workload) {
   }
   if (plan.runs.empty()) throw UsageError("the study has no runs (every combination is excluded)");
   for (std::size_t i = 0; i < request.rules.size(); ++i) {
-    if (dropped_by[i] == 0) plan.notes.push_back(unmatched_rule_note(request.rules[i], request.axes));
+    if (dropped_by[i] == 0) plan.notes.push_back(unmatched_rule_note(request.rules[i], request.axes, plan.runs));
   }
   if (request.stored.run_id.empty()) {  // a reproduction gives every key its file holds
     for (auto& note : inert_key_notes(plan.runs)) plan.notes.push_back(std::move(note));

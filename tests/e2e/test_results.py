@@ -157,7 +157,7 @@ class Results(TempFolderTest):
         self.assertRegex(r.stdout, r"\n +40 3 ")
         r = study("--name", "g", "--workers", "1,2", "--global_batch", "40", "--exclude", "batch_size=7", "--dry_run")
         self.assertIn("the exclude rule 'batch_size=7' drops no combination: batch_size is global_batch / workers "
-                      "here", r.stdout)
+                      "here (it takes 20, 40)", r.stdout)
         # Bad input: a batch that is not whole, a value that is no count, both keys given.
         r = study("--name", "g", "--workers", "3,4", "--global_batch", "40", "--dry_run", status=2)
         self.assertIn("1 combination(s) are invalid (drop them with --exclude):\n"
