@@ -165,7 +165,8 @@ class Throughput(TempFolderTest):
 
     def test_analyze_plots_samples_per_second_against_workers_with_linear_scaling(self):
         out = os.path.join(self.tmp, "scaling")
-        for name, keys in (("weak", ["--batch_size", "10,20", "--sync_period", "1,4"]), ("strong", ["--global_batch", "20"])):
+        for name, keys in (("weak", ["--batch_size", "10,20", "--sync_period", "1,4"]),
+                           ("strong", ["--global_batch", "20"])):
             r = subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--threads", "1", "--mode",
                                 "throughput", "--workers", "1,2", *keys, "--iterations", "2", "--output", out,
                                 "--name", name, "--quiet"], capture_output=True, text=True, timeout=300)
@@ -176,7 +177,8 @@ class Throughput(TempFolderTest):
                                                                 t["sync_period"][()], t["samples_per_s"][()]) if h == 4}
 
         def plot(*args, status=0):
-            r = subprocess.run([ANALYZE, "plot", "--kind", "scaling", *args], capture_output=True, text=True, timeout=60)
+            r = subprocess.run([ANALYZE, "plot", "--kind", "scaling", *args], capture_output=True, text=True,
+                               timeout=60)
             self.assertEqual(r.returncode, status, r.stdout + r.stderr)
             return r.stdout + r.stderr
 
@@ -189,7 +191,8 @@ class Throughput(TempFolderTest):
             for part in svg.split('<g id="gnuplot_plot_')[1:]:
                 title = re.search(r"<title>([^<]*)</title>", part).group(1)
                 path = re.findall(r"<path stroke='[^']*'(?: stroke-dasharray='[^']*')?\s+d='([^']*)'", part)[0]
-                points = [tuple(float(v) for v in xy.split(",")) for xy in path.split("M")[-1].replace("L", " ").split()]
+                polyline = path.split("M")[-1].replace("L", " ").split()
+                points = [tuple(float(v) for v in xy.split(",")) for xy in polyline]
                 lines.append((title, points, "stroke-dasharray" in part.split("<path stroke=")[1]))
             ticks = {float(v): float(y) for y, v in re.findall(
                 r'translate\([0-9.]+,([0-9.]+)\)[^>]*text-anchor="end">\s*<text><tspan[^>]*> ?([0-9.]+)</tspan>', svg)}

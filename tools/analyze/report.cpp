@@ -133,8 +133,8 @@ void report(const Runs& r, const Options& o) {
   std::vector<std::string> timed_where, untimed_where;
   for (const std::string& w : o.where) {
     const std::string key = parse_comparison(w, "where", w).key;
-    const bool everywhere =
-        std::all_of(columns.begin(), columns.end(), [&key](const std::set<std::string>& c) { return c.count(key) > 0; });
+    const bool everywhere = std::all_of(columns.begin(), columns.end(),
+                                        [&key](const std::set<std::string>& c) { return c.count(key) > 0; });
     (everywhere ? timed_where : untimed_where).push_back(w);
   }
   for (const std::string& w : timed_where) timed_dirs += " --where " + shell_word(w);
