@@ -501,6 +501,36 @@ class Analyze(TempFolderTest):
                            "lr=0.05", "--output", os.path.join(self.tmp, "steps-pooled.png"))
         self.assertIn("pooled over sync_period (1, 4)", out)
 
+    def test_curves_against_samples_and_time(self):
+        # Against samples: each evaluation's step times workers x batch_size. Against time: the values of a
+        # step pooled as against steps, at the mean time its runs reached it (runs never reach a step at the
+        # same second: each point was one run's, n = 1, the "mean over runs" a zig-zag between them).
+        def rows(x):
+            out = self.analyze("curves", self.main, "--by", "sync_period", "--where", "lr=0.05", "--x", x,
+                               "--format", "csv")
+            return [r for r in csv.DictReader(io.StringIO(out)) if r["sync_period"] in ("1", "4")]
+        steps, samples, times = rows("step"), rows("samples"), rows("time_s")
+        self.assertEqual([float(r["samples"]) for r in samples], [float(r["step"]) * 2 * 10 for r in steps])
+        reached = {}  # (sync_period, step) -> the times its runs reached it
+        for path in glob.glob(os.path.join(self.main, "runs", "*.h5")):
+            with h5py.File(path, "r") as f:
+                if f["config"].attrs["lr"] != 0.05:
+                    continue
+                period, time_s = str(f["config"].attrs["sync_period"]), f["train"]["time_s"][()]
+                for step in f["eval"]["step"][()]:
+                    reached.setdefault((period, int(step)), []).append(float(time_s[step - 1]))
+        self.assertEqual(len(times), len(steps))
+        for at_time, at_step in zip(times, steps):
+            self.assertEqual(at_time["n"], at_step["n"])
+            self.assertEqual(at_time["mean (fraction)"], at_step["mean (fraction)"])
+            ran = reached[(at_step["sync_period"], int(at_step["step"]))]
+            self.assertEqual(len(ran), int(at_step["n"]))
+            self.assertAlmostEqual(float(at_time["time_s"]), sum(ran) / len(ran), delta=1e-6 * max(ran))
+        self.assertEqual({r["n"] for r in times}, {"6", "3"})  # 2 overlaps x 3 seeds at period 1, 3 seeds at 4
+        self.assertIn("time_s: each evaluation at the mean time", self.analyze(
+            "curves", self.main, "--by", "sync_period", "--where", "lr=0.05", "--x", "time_s"))
+        self.analyze("curves", self.main, "--x", "wall", status=2)
+
     def test_report_holds_every_part_and_its_commands(self):
         folder = os.path.join(self.tmp, "report")
         self.analyze("report", self.main, "--by", "overlap,sync_period", "--factor", "overlap", "--where", "lr=0.05",

@@ -25,7 +25,9 @@ std::vector<Curve> curves_of(const Runs& r, const Options& o) {
   }
   std::vector<Curve> out;
   for (const Group& g : group_runs(r, o.by, o.include_diverged)) {
-    std::map<double, std::vector<double>> at;  // x -> values
+    // Values pooled by x. Against time, by step: no two runs reach a step at the same
+    // second, so each evaluation is placed at the mean time its runs reached its step.
+    std::map<double, std::vector<double>> at, seconds;  // x (time: step) -> values, times
     for (const Run* run : g.runs) {
       const auto y = series(*run, o.series);
       const auto steps = series(*run, "step");
@@ -34,12 +36,12 @@ std::vector<Curve> curves_of(const Runs& r, const Options& o) {
         for (auto& v : x) v *= run->numbers.at("workers") * run->numbers.at("batch_size");
       } else if (o.x == "time_s") {
         const auto t = series(*run, "time_s", true);
-        for (auto& v : x) {
-          if (!(v >= 1 && v <= double(t.size()))) {
-            throw Error(run->file + ": eval/step " + format_number(v) + " is not a training step (1 to " +
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          if (!(x[i] >= 1 && x[i] <= double(t.size()))) {
+            throw Error(run->file + ": eval/step " + format_number(x[i]) + " is not a training step (1 to " +
                         std::to_string(t.size()) + "; a damaged or edited run file)");
           }
-          v = t[std::size_t(v) - 1];
+          if (i < y.size() && std::isfinite(y[i])) seconds[x[i]].push_back(t[std::size_t(x[i]) - 1]);
         }
       }
       for (std::size_t i = 0; i < y.size(); ++i) at[x[i]].push_back(y[i]);
@@ -48,7 +50,7 @@ std::vector<Curve> curves_of(const Runs& r, const Options& o) {
     for (const auto& [x, ys] : at) {
       const stats::Describe d = stats::describe(finite(ys));
       if (d.n == 0) continue;  // no run has a value here (e.g. test_every skipped the test split)
-      c.x.push_back(x);
+      c.x.push_back(o.x == "time_s" ? stats::describe(seconds[x]).mean : x);
       const auto [lo, hi] = interval_ends(d, o.interval);
       c.mean.push_back(d.mean);
       c.lo.push_back(lo);
@@ -82,6 +84,10 @@ std::vector<Table> curves(const Runs& r, const Options& o) {
       }
       t.rows.push_back(row);
     }
+  }
+  if (o.x == "time_s") {
+    t.notes.push_back("time_s: each evaluation at the mean time, over the runs with a value there, at which they "
+                      "reached its step");
   }
   if (const std::string note = pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);
   return {t};
