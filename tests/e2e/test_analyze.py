@@ -272,9 +272,30 @@ class Analyze(TempFolderTest):
                 (["summary", "--by", "overlap", "--metric", "test_accuracy@step=ten"],
                  "'ten' is not a number of steps"),
                 (["plot", "--kind", "summary", "--by", "overlap", "--output", os.path.join(self.tmp, "no", "x.png")],
-                 "is in a folder that does not exist or cannot be written")):
+                 "is in a folder that does not exist or cannot be written"),
+                # A point between evaluations names where they are; a series without values says why.
+                (["summary", "--metric", "test_accuracy@step=3"],
+                 "has no evaluation at step 3 (its evaluations are at step 2, 4, 6, 8, 10)"),
+                (["summary", "--metric", "val_accuracy@step=2"],
+                 "has no value of val_accuracy at any evaluation (it was trained without a validation split)"),
+                (["curves", "--series", "accuracy"], "eval series 'accuracy' does not exist; series: "),
+                (["summary", "--format", "xml"], "--format: 'xml' is not one of: table, markdown, csv, json"),
+                (["plot", "--kind", "bars", "--output", "x.png"],
+                 "--kind: 'bars' is not one of: summary, curves, steps, best_lr, scaling")):
             out = self.analyze(args[0], self.main, *args[1:], status=2)
             self.assertIn(message, out)
+        out = self.analyze("summary", self.batch, "--where", "batch_size=5", "--metric", "test_accuracy@step=3",
+                           status=2)
+        self.assertIn("(its evaluations are at step 2, 4, 6, 8, ..., 18, 20)", out)
+        # --test_every: evaluations of the validation split alone.
+        subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--epochs", "1", "--output", self.tmp,
+                        "--quiet", "--workers", "2", "--batch_size", "10", "--eval_every", "2", "--test_every", "4",
+                        "--validation_fraction", "0.1", "--name", "test-every"], check=True, stdout=subprocess.DEVNULL)
+        out = self.analyze("summary", os.path.join(self.tmp, "test-every"), "--metric", "test_accuracy@step=2",
+                           status=2)
+        self.assertIn("has no value of test_accuracy at step 2 (the evaluation there skipped the test split: "
+                      "--test_every)", out)
+        self.assertIn("usage: dpstudy-analyze COMMAND", self.analyze(status=2))
 
     def test_damaged_files_are_refused_not_read_past(self):
         # Columns of one group with different lengths (a file edited by hand, or

@@ -283,12 +283,32 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
     const std::vector<double> x = series(*run, axis);
     const std::vector<double> y = series(*run, name);
     double v = std::nan("");
+    bool evaluated = false;
     for (std::size_t i = 0; i < x.size(); ++i) {
-      if (std::fabs(x[i] - where) < 1e-9) v = y[i];
+      if (std::fabs(x[i] - where) < 1e-9) {
+        v = y[i];
+        evaluated = true;
+      }
     }
     if (std::isnan(v)) {
-      throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") + " has no evaluation at " + axis +
-                       " " + format_number(where));
+      const std::string spot = axis + " " + format_number(where);
+      if (evaluated) {
+        const bool none = std::none_of(y.begin(), y.end(), [](double e) { return std::isfinite(e); });
+        std::string why = none ? " at any evaluation" : " at " + spot;
+        if (none && name.rfind("val_", 0) == 0) why += " (it was trained without a validation split)";
+        if (!none && name.rfind("test_", 0) == 0) why += " (the evaluation there skipped the test split: --test_every)";
+        throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") + " has no value of " + name + why);
+      }
+      std::string points;  // where it was evaluated, to pick from: the first few and the last
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        if (i == 4 && x.size() > 6) {
+          points += ", ...";
+          i = x.size() - 2;
+        }
+        points += (points.empty() ? "" : ", ") + format_number(x[i]);
+      }
+      throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") + " has no evaluation at " + spot +
+                       (points.empty() ? " (it has none)" : " (its evaluations are at " + axis + " " + points + ")"));
     }
     out.push_back(v);
   }
