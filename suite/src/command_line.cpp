@@ -67,6 +67,9 @@ void describe(Descriptions& d, JobOptions& g) {
       "output", po::value(&g.output), "results root: <output>/<study>/ (default: results)")(
       "force", po::bool_switch(&g.force), "rerun runs that are already complete")(
       "dry_run", po::bool_switch(&g.dry_run), "print the run list and the estimated cost, run nothing")(
+      "dry_run_processes", po::value(&g.dry_run_processes)->default_value(0),
+      "with --dry_run: plan for a job of this many processes, as mpirun -n N would (a Slurm allocation's "
+      "tasks, from a login node; 0: this job's)")(
       "rebuild_index", po::bool_switch(&g.rebuild_index), "rebuild <output>/<study>/index.h5 from the run files")(
       "checkpoint_interval", po::value(&g.checkpoint_interval)->default_value(300),
       "save a running run's full state every this many seconds (0: never)")(
@@ -115,6 +118,13 @@ void check(const JobOptions& g) {
   }
   if (g.placement != "dynamic" && g.placement != "static") {
     throw ConfigError("placement", g.placement, "is not one of: dynamic, static");
+  }
+  if (g.dry_run_processes < 0 || g.dry_run_processes > 1000000) {
+    throw ConfigError("dry_run_processes", std::to_string(g.dry_run_processes),
+                      "must be a number of processes from 1 to 1000000 (0: this job's)");
+  }
+  if (g.dry_run_processes > 0 && !g.dry_run) {
+    throw UsageError("--dry_run_processes plans a job without running it: it needs --dry_run");
   }
   if (g.mode == "throughput" && g.dry_run) {
     throw UsageError("--dry_run does nothing in throughput mode: list its benchmarks with --benchmark_list_tests=true");

@@ -39,6 +39,7 @@ struct JobOptions {
   bool quiet = false, verbose = false, force = false, dry_run = false, rebuild_index = false, verify_data = false;
   bool threads_given = false, parallel_given = false;  // not their defaults (--reproduce takes the file's)
   int procs_per_run = 0;
+  int dry_run_processes = 0;  // --dry_run: plan for a job of this many processes (0: this job's)
   std::string placement = "dynamic";
   double checkpoint_interval = 300;
   std::int64_t checkpoint_steps = 0;

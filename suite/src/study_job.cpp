@@ -201,7 +201,7 @@ std::optional<std::int64_t> StudyJob::cost_left(std::size_t i) const {
   const PlannedRun& p = plan_[i];
   if (g_.force || !checkpoints_.listed(p.id)) return std::nullopt;
   std::set<int> layouts = g_.dry_run ? checkpoints_.layouts(p.id) : std::set<int>{};
-  layouts.insert(procs_for_run(p.config, g_.procs_per_run, session_.size()));
+  layouts.insert(procs_for_run(p.config, g_.procs_per_run, planned_processes()));
   for (const int procs : layouts) {
     if (const auto step = checkpoints_.set_step(p.id, procs)) {
       const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
@@ -220,14 +220,14 @@ void StudyJob::make_schedule() {
   std::vector<std::size_t> todo;
   std::vector<double> costs;
   for (std::size_t i = 0; i < plan_.size(); ++i) {
-    const int p = procs_for_run(plan_[i].config, g_.procs_per_run, session_.size());
+    const int p = procs_for_run(plan_[i].config, g_.procs_per_run, planned_processes());
     if (!to_run(i)) continue;
     todo.push_back(i);
     costs.push_back(double(plan_[i].cost));
     procs_.push_back(p);
   }
-  dynamic_ = g_.placement == "dynamic" && (procs_.empty() || sizes_nest(procs_, session_.size()));
-  const int world = session_.size();
+  dynamic_ = g_.placement == "dynamic" && (procs_.empty() || sizes_nest(procs_, planned_processes()));
+  const int world = planned_processes();
   schedule_ = dynamic_ ? schedule_nested(costs, procs_, world) : schedule_runs(costs, procs_, world);
   for (auto& pl : schedule_) {
     pl.run = todo[pl.run];
@@ -235,6 +235,11 @@ void StudyJob::make_schedule() {
     ids_.push_back(plan_[pl.run].id);
     total_ += double(plan_[pl.run].cost);
   }
+}
+
+// The job planned for: this one, or in a dry run the one --dry_run_processes names.
+int StudyJob::planned_processes() const {
+  return g_.dry_run_processes > 0 ? g_.dry_run_processes : session_.size();
 }
 
 DryRun StudyJob::dry_run() const {
@@ -245,12 +250,12 @@ DryRun StudyJob::dry_run() const {
   d.complete = complete_;
   d.measured_rate = measured_rate_;
   for (const auto& p : plan_) {
-    const int run_procs = procs_for_run(p.config, g_.procs_per_run, session_.size());
+    const int run_procs = procs_for_run(p.config, g_.procs_per_run, planned_processes());
     d.side_by_side += resolve_parallelism(job_.execution.parallel, p.config.workers / run_procs, g_.threads,
                                           job_.device) == Parallelism::workers;
   }
   d.threads = g_.threads;
-  d.processes = session_.size();
+  d.processes = planned_processes();
   d.data_notes = job_.data_notes;
   if (!stack_note_.empty()) d.data_notes.push_back(stack_note_);
   if (!places_note_.empty()) d.data_notes.push_back(places_note_);

@@ -67,6 +67,7 @@ class StudyJob {
   std::string other_stack(const h5::File& f) const;
   std::optional<std::int64_t> cost_left(std::size_t i) const;
   void make_schedule();
+  int planned_processes() const;
   DryRun dry_run() const;
   void prepare_folder();
   bool finished_elsewhere(std::size_t k) const;

@@ -348,12 +348,21 @@ class Layouts(TempFolderTest):
         self.assertEqual(text.count(": starting"), 8, text)  # each run once, among the 3 processes
         self.assertEqual(text.count(": completed, final test accuracy"), 8, text)
         self.assertEqual([f for f in os.listdir(runs) if f.endswith(".claim")], [])
-        # The plan says how runs will be placed.
-        r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 4, *args, "--procs_per_run", "2", "--dry_run")
+        # The plan says how runs will be placed; planned from one process for N (--dry_run_processes, a
+        # login node), as under mpirun -n N.
+        def plan(procs, *plan_args):
+            r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 0, *plan_args, "--dry_run",
+                              "--dry_run_processes", str(procs))
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            return r
+        r = plan(4, *args, "--procs_per_run", "2")
         self.assertIn("in 2 group(s) of 2, taken in this order as groups become free", r.stdout)
         # 1, 2 and 4 processes per run: the 4-process runs first, then two groups of 2, then 4 of 1.
         mixed = ["--workers", "1,2,4", "--sync_period", "1,4", "--seeds", "2"]
-        r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 4, *mixed, "--dry_run")
+        r = plan(4, *mixed)
+        under_mpirun, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 4, *mixed, "--dry_run")
+        self.assertEqual(r.stdout, under_mpirun.stdout)
+        self.assertIn("# results: " + os.path.join(self.tmp, "dyn-plan", "s") + "; 4 process(es)", r.stdout)
         self.assertIn("in groups of 4, then 2, then 1: a group takes the runs of its size", r.stdout)
         self.assertRegex(r.stdout, r"# schedule: .*\n.*\n +\d+ +[0-9a-f]{16} +0,1,2,3 +0 +240\n")
         self.assertRegex(r.stdout, r" 2,3 +960 +1440\n")
@@ -375,12 +384,18 @@ class Layouts(TempFolderTest):
             done = [line for line in lines[:first] if f"workers={larger} " in line and ": completed" in line]
             self.assertGreaterEqual(len(done), need, lines)
         # Sizes that do not nest into the job (groups of 2 cannot tile 5 processes): static.
-        r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 5, "--workers", "2,4", "--dry_run")
+        r = plan(5, "--workers", "2,4")
         self.assertIn("placed in advance, largest estimated cost first (its runs' processes per run do not nest",
                       r.stdout)
-        r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 3, *args, "--procs_per_run", "2", "--dry_run")
+        r = plan(3, *args, "--procs_per_run", "2")
         self.assertIn("placed in advance, largest estimated cost first (the processes per run do not divide the "
                       "processes)", r.stdout)
+        # A run the planned job cannot hold is refused before it queues.
+        r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 0, *args, "--procs_per_run", "2", "--dry_run",
+                          "--dry_run_processes", "1")
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertIn("--procs_per_run: '2' must divide workers (2) and be at most the 1 processes of the job",
+                      r.stderr)
 
     def test_a_failing_rank_aborts_a_dynamically_placed_job(self):
         out = os.path.join(self.tmp, "fail-dyn")

@@ -410,6 +410,10 @@ class Results(TempFolderTest):
             (None, ["--workers", "1,2", "--exclude", "wrkers=1"], "names unknown key 'wrkers'; did you mean 'workers'?"),
             (None, ["--workers", "1,2", "--exclude", "workers=1;workers=2"], "every combination is excluded"),
             (None, ["--workers", "4,32"], "is too large for workers=32"),
+            (None, ["--dry_run_processes", "4"], "--dry_run_processes plans a job without running it: it needs "
+                                                 "--dry_run"),
+            (None, ["--dry_run", "--dry_run_processes", "-1"],
+             "--dry_run_processes: '-1' must be a number of processes from 1 to 1000000 (0: this job's)"),
             # The validation split took the samples: said, since it is as likely the slip.
             (None, ["--validation_fraction", "0.99"], "exceeds the 2 training samples left of 200 by "
                                                       "validation_fraction 0.99"),

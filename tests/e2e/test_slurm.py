@@ -174,6 +174,20 @@ class LauncherInput(Workspace):
         with open(os.path.join(self.tmp, "results", "slurmtest", "slurm.sbatch")) as f:
             self.assertIn(f"--threads {cpus} --checkpoint_interval 300", f.read())
 
+    def test_the_study_is_planned_for_the_jobs_processes(self):
+        # Planned for one process, a study of 2-process runs was refused ("at most the 1 processes of
+        # the job"); planned for the job's 2 x 2, it is placed on them and its work per process shown.
+        r = launcher(self.study, "--workload", EXE, "--nodes", "2", "--tasks-per-node", "2", "--",
+                     "--data_dir", self.data, "--procs_per_run", "2", "--exclude", "workers=1", cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # 2 runs of 400 samples, one per group of 2 processes: 400 / 2 each.
+        self.assertIn("# estimated cost: 800 sample-gradients to compute, 200 per process on the longest one",
+                      r.stdout)
+        # A run larger than the job is refused before it queues, not when it starts.
+        self.refused("--procs_per_run: '4' must divide workers (2) and be at most the 2 processes of the job",
+                     "--workload", EXE, "--tasks-per-node", "2", "--", "--data_dir", self.data,
+                     "--procs_per_run", "4", "--exclude", "workers=1")
+
     def test_a_time_limit_shorter_than_a_checkpoint_interval_warns_without_the_stop_before_it(self):
         # The stop before the limit checkpoints every running run; without it
         # (--requeue-before 0) only the periodic checkpoints are left.
