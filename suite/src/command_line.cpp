@@ -126,6 +126,10 @@ void check(const JobOptions& g) {
   if (g.dry_run_processes > 0 && !g.dry_run) {
     throw UsageError("--dry_run_processes plans a job without running it: it needs --dry_run");
   }
+  if (g.dry_run_processes > 1 && !build_info().with_mpi) {
+    throw ConfigError("dry_run_processes", std::to_string(g.dry_run_processes),
+                      "cannot be: this dpstudy was built without MPI, so its jobs have one process");
+  }
   if (g.mode == "throughput" && g.dry_run) {
     throw UsageError("--dry_run does nothing in throughput mode: list its benchmarks with --benchmark_list_tests=true");
   }
