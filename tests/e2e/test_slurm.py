@@ -98,6 +98,9 @@ class LauncherInput(Workspace):
         r = launcher(self.study, "--workload", EXE, "--array", "3", "--", "--data_dir", self.data, cwd=self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("# study slurmtest: 4 runs on 3 jobs of 1 node(s) x 1 process(es)", r.stdout)
+        self.assertIn("1600 per process on the longest one (no run of this study has finished yet, so no measured "
+                      "rate: run a few, then --dry_run again) (for one job alone; the 3 jobs of the array share the "
+                      "runs)", r.stdout)
         with open(os.path.join(self.tmp, "results", "slurmtest", "slurm.sbatch")) as f:
             self.assertIn("#SBATCH --array=1-3", f.read())
         r = launcher(self.study, "--workload", EXE, "--array", "6", "--", "--data_dir", self.data, cwd=self.tmp)
