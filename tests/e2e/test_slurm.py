@@ -187,9 +187,9 @@ class LauncherInput(Workspace):
         self.assertIn("# estimated cost: 800 sample-gradients to compute, 200 per process on the longest one",
                       r.stdout)
         # A run larger than the job is refused before it queues, not when it starts.
-        self.refused("--procs_per_run: '4' must divide workers (2) and be at most the 2 processes of the job",
-                     "--workload", EXE, "--tasks-per-node", "2", "--", "--data_dir", self.data,
-                     "--procs_per_run", "4", "--exclude", "workers=1")
+        self.refused("--procs_per_run: '2' must divide workers (2) and be at most the 1 processes of the job",
+                     "--workload", EXE, "--", "--data_dir", self.data, "--procs_per_run", "2", "--exclude",
+                     "workers=1")
 
     def test_a_time_limit_shorter_than_a_checkpoint_interval_warns_without_the_stop_before_it(self):
         # The stop before the limit checkpoints every running run; without it
