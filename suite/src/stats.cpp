@@ -107,7 +107,7 @@ Test welch_t(const std::vector<double>& a, const std::vector<double>& b) {
   need(std::min(a.size(), b.size()), 2, "Welch's t-test");
   const auto [se, df] = welch_se(a, b);
   const double t = (mean_of(a) - mean_of(b)) / se;
-  return {t, df, se == 0 ? kNaN : t_two_sided(t, df)};
+  return {t, df, se == 0 ? kNaN : t_two_sided(t, df), kNaN};
 }
 
 Equivalence welch_tost(const std::vector<double>& a, const std::vector<double>& b, double margin, double alpha) {
@@ -132,7 +132,7 @@ Test paired_t(const std::vector<double>& a, const std::vector<double>& b) {
   const double sd = std::sqrt(var_of(d));
   const double t = mean_of(d) / (sd / std::sqrt(double(d.size())));
   const double df = double(d.size() - 1);
-  return {t, df, sd == 0 ? kNaN : t_two_sided(t, df)};
+  return {t, df, sd == 0 ? kNaN : t_two_sided(t, df), kNaN};
 }
 
 Test mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b) {
@@ -176,7 +176,7 @@ Test mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b) 
     for (std::int64_t v = std::int64_t(u); v <= max_u; ++v) tail += counts[std::size_t(v)];
     p = 2 * tail / total;
   }
-  return {u1, kNaN, std::min(1.0, std::max(0.0, p))};
+  return {u1, kNaN, std::min(1.0, std::max(0.0, p)), kNaN};
 }
 
 Test wilcoxon(const std::vector<double>& a, const std::vector<double>& b) {
@@ -221,7 +221,7 @@ Test wilcoxon(const std::vector<double>& a, const std::vector<double>& b) {
     const double z = (t - mn) / se;
     p = 2 * bm::cdf(bm::complement(bm::normal(), std::fabs(z)));
   }
-  return {t, kNaN, std::min(1.0, std::max(0.0, p))};
+  return {t, kNaN, std::min(1.0, std::max(0.0, p)), kNaN};
 }
 
 Test anova(const std::vector<std::vector<double>>& groups) {
@@ -243,7 +243,7 @@ Test anova(const std::vector<std::vector<double>>& groups) {
   if (df2 < 1) throw UsageError("ANOVA needs more values than groups");
   const double f = (ssb / df1) / (ssw / df2);
   const double p = ssw == 0 ? kNaN : bm::cdf(bm::complement(bm::fisher_f(df1, df2), f));
-  return {f, df1, p};
+  return {f, df1, p, df2};
 }
 
 Test welch_anova(const std::vector<std::vector<double>>& groups) {
@@ -253,7 +253,7 @@ Test welch_anova(const std::vector<std::vector<double>>& groups) {
   for (const auto& g : groups) {
     need(g.size(), 2, "Welch's ANOVA");
     const double v = var_of(g);
-    if (v == 0) return {kNaN, k - 1, kNaN};
+    if (v == 0) return {kNaN, k - 1, kNaN, kNaN};
     w.push_back(double(g.size()) / v);
     m.push_back(mean_of(g));
     n.push_back(double(g.size()));
@@ -270,7 +270,7 @@ Test welch_anova(const std::vector<std::vector<double>>& groups) {
   const double b = 1 + 2 * (k - 2) / (k * k - 1) * lambda;
   const double f = a / b;
   const double df2 = (k * k - 1) / (3 * lambda);
-  return {f, k - 1, bm::cdf(bm::complement(bm::fisher_f(k - 1, df2), f))};
+  return {f, k - 1, bm::cdf(bm::complement(bm::fisher_f(k - 1, df2), f)), df2};
 }
 
 Test kruskal(const std::vector<std::vector<double>>& groups) {
@@ -293,10 +293,10 @@ Test kruskal(const std::vector<std::vector<double>>& groups) {
   }
   h = 12 / (n * (n + 1)) * h - 3 * (n + 1);
   const double correction = 1 - tie_term / (n * n * n - n);
-  if (correction == 0) return {kNaN, double(groups.size() - 1), kNaN};
+  if (correction == 0) return {kNaN, double(groups.size() - 1), kNaN, kNaN};
   h /= correction;
   const double df = double(groups.size() - 1);
-  return {h, df, bm::cdf(bm::complement(bm::chi_squared(df), h))};
+  return {h, df, bm::cdf(bm::complement(bm::chi_squared(df), h)), kNaN};
 }
 
 std::vector<double> holm(const std::vector<double>& p) {

@@ -117,6 +117,15 @@ class Analyze(TempFolderTest):
         self.assertEqual(len(rows), 1)
         self.assertEqual(rows[0]["pairs"], 3)  # seeds 1..3 in both levels
         self.assertTrue(0 <= rows[0]["Welch p"] <= 1)
+        omnibus = {r["test"]: r for r in json.loads(self.analyze(
+            "compare", self.main, "--factor", "overlap", "--where", "lr=0.05", "--where", "sync_period=1",
+            "--metric", "final_test_loss", "--format", "json"))[0]["rows"]}
+        # F(1, 6 - 2) with 3 runs per level; Welch's df2 from the variances, below n - k; chi-squared has none.
+        # (The loss: 50 test images' accuracies can tie within a level, and Welch's F needs variances.)
+        self.assertEqual((omnibus["one-way ANOVA"]["df1"], omnibus["one-way ANOVA"]["df2"]), (1, 4))
+        self.assertEqual(omnibus["Welch ANOVA"]["df1"], 1)
+        self.assertTrue(2 <= omnibus["Welch ANOVA"]["df2"] <= 4, omnibus["Welch ANOVA"])
+        self.assertEqual((omnibus["Kruskal-Wallis"]["df1"], omnibus["Kruskal-Wallis"]["df2"]), (1, "-"))
 
     def test_equivalence_within_a_margin(self):
         # Two one-sided tests per pair: "equivalent" exactly when the 90 % interval of

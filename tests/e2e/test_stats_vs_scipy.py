@@ -82,10 +82,17 @@ class AgainstScipy(unittest.TestCase):
         rows = stats_check(lines)
         self.assertEqual(len(rows), len(lines))
         for (name, groups, ref), row in zip(all_cases, rows):
-            stat, p = map(float, row.split())
+            stat, p, df1, df2 = map(float, row.split())
             sizes = [len(g) for g in groups]
             self.assertTrue(np.isclose(stat, ref.statistic, rtol=1e-6, atol=0), f"{name} {sizes}: {stat} vs {ref.statistic}")
             self.assertTrue(np.isclose(p, ref.pvalue, rtol=1e-6, atol=1e-300), f"{name} {sizes}: p {p} vs {ref.pvalue}")
+            if name in ("f_oneway", "kruskal"):  # scipy 1.10 reports no df: F(k - 1, n - k), chi-squared(k - 1)
+                k, n = len(groups), sum(sizes)
+                self.assertEqual(df1, k - 1, f"{name} {sizes}: df1")
+                if name == "f_oneway":
+                    self.assertEqual(df2, n - k, f"{name} {sizes}: df2")
+                else:
+                    self.assertTrue(np.isnan(df2), f"{name} {sizes}: a chi-squared test has no df2")
         mine = np.array(list(map(float, rows[-1].split())))
         np.testing.assert_allclose(mine, holm(pvalues), rtol=1e-6)
         print(f"{len(all_cases)} tests and Holm's adjustment agree with scipy {__import__('scipy').__version__}")
@@ -99,11 +106,12 @@ class AgainstScipy(unittest.TestCase):
                            0.01, 0.03)), ((20, 12, 30), (0.01, 0.01, 0.01)), ((2, 2, 2), (0.01, 0.03, 0.02))):
             cases.append([rng.normal(0.85 + 0.004 * i, sd, n) for i, (n, sd) in enumerate(zip(sizes, sds))])
         for groups, row in zip(cases, stats_check(["welch_anova;" + groups_text(groups) for groups in cases])):
-            stat, p = map(float, row.split())
+            stat, p, df1, df2 = map(float, row.split())
             ref = anova_oneway(groups, use_var="unequal", welch_correction=True)
             sizes = [len(g) for g in groups]
             self.assertTrue(np.isclose(stat, ref.statistic, rtol=1e-6), f"{sizes}: F {stat} vs {ref.statistic}")
             self.assertTrue(np.isclose(p, ref.pvalue, rtol=1e-6), f"{sizes}: p {p} vs {ref.pvalue}")
+            np.testing.assert_allclose([df1, df2], [ref.df_num, ref.df_denom], rtol=1e-6, err_msg=f"{sizes}: df")
         print(f"{len(cases)} Welch ANOVAs agree with statsmodels' anova_oneway")
 
     def test_equivalence_test_against_statsmodels(self):

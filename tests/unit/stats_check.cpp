@@ -59,7 +59,7 @@ int main() {
       std::fprintf(stderr, "unknown test %s\n", name.c_str());
       return 2;
     }
-    std::printf("%.17g %.17g\n", t.statistic, t.p);
+    std::printf("%.17g %.17g %.17g %.17g\n", t.statistic, t.p, t.df, t.df2);
   }
   return 0;
 }

@@ -123,7 +123,8 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   const std::vector<Group> all_levels = group_runs(r, {o.factor}, false);
   Table omni, pw;
   omni.title = "omnibus tests of " + o.metric + " across " + o.factor;
-  omni.headers = {"family", "test", "statistic", "df", "p", ""};
+  // F(df1, df2): Welch's ANOVA differs from the one-way ANOVA in its df2 alone, fractional.
+  omni.headers = {"family", "test", "statistic", "df1", "df2", "p", ""};
   pw.title = "pairwise comparisons of " + o.metric + " (p adjusted by Holm within each family)";
   pw.headers = {"family", o.factor + " a", o.factor + " b", "n a", "n b", with_unit("mean b - a", unit),
                 "Hedges g [95% CI]", "Welch p", "Welch p Holm", "", "M-W U p Holm", "pairs", "paired t p Holm",
@@ -152,9 +153,10 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
                {"one-way ANOVA", stats::anova}, {"Welch ANOVA", stats::welch_anova}, {"Kruskal-Wallis", stats::kruskal}}) {
         try {
           const stats::Test t = fn(values);
-          omni.rows.push_back({fam, name, num(t.statistic), num(t.df), pval(t.p), stats::significance(t.p)});
+          omni.rows.push_back({fam, name, num(t.statistic), num(t.df), std::isnan(t.df2) ? "-" : num(t.df2), pval(t.p),
+                               stats::significance(t.p)});
         } catch (const UsageError& e) {
-          omni.rows.push_back({fam, name, "-", "-", "-", "-"});
+          omni.rows.push_back({fam, name, "-", "-", "-", "-", "-"});
           omni.notes.push_back(fam + ", " + name + ": " + e.what());
         }
       }

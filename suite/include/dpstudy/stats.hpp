@@ -16,7 +16,9 @@ struct Describe {
 Describe describe(const std::vector<double>& x, double confidence = 0.95);
 
 struct Test {
-  double statistic, df, p;  // df NaN where it does not apply
+  // df: the t or chi-squared test's, or an F test's numerator df; df2: an F
+  // test's denominator df (Welch's ANOVA: fractional). NaN where they do not apply.
+  double statistic, df, p, df2;
 };
 
 // scipy.stats.ttest_ind(a, b, equal_var=False)
