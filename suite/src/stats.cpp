@@ -110,6 +110,16 @@ Test welch_t(const std::vector<double>& a, const std::vector<double>& b) {
   return {t, df, se == 0 ? kNaN : t_two_sided(t, df), kNaN};
 }
 
+DiffInterval welch_interval(const std::vector<double>& a, const std::vector<double>& b, double confidence) {
+  need(std::min(a.size(), b.size()), 2, "the interval of a difference");
+  if (!(confidence > 0 && confidence < 1)) throw UsageError("an interval's confidence must be in (0, 1)");
+  const auto [se, df] = welch_se(a, b);
+  const double d = mean_of(a) - mean_of(b);
+  if (se == 0) return {d, d, d, kNaN};
+  const double half = bm::quantile(bm::students_t(df), 0.5 + confidence / 2) * se;
+  return {d, d - half, d + half, df};
+}
+
 Equivalence welch_tost(const std::vector<double>& a, const std::vector<double>& b, double margin, double alpha) {
   need(std::min(a.size(), b.size()), 2, "the equivalence test");
   if (!(margin > 0) || !std::isfinite(margin)) throw UsageError("the equivalence margin must be > 0");

@@ -117,6 +117,16 @@ class Analyze(TempFolderTest):
         self.assertEqual(len(rows), 1)
         self.assertEqual(rows[0]["pairs"], 3)  # seeds 1..3 in both levels
         self.assertTrue(0 <= rows[0]["Welch p"] <= 1)
+        # The difference's 95 % interval (Welch's): around the difference, excluding 0 exactly when Welch p < 0.05.
+        for metric in ("final_test_accuracy", "final_test_loss", "wall_time_s"):
+            row = json.loads(self.analyze("compare", self.main, "--factor", "overlap", "--where", "lr=0.05",
+                                          "--where", "sync_period=1", "--metric", metric, "--format", "json"))[1]["rows"][0]
+            unit = {"final_test_accuracy": "fraction", "final_test_loss": "nats", "wall_time_s": "s"}[metric]
+            cell = row[f"95% CI of b - a ({unit})"]
+            low, high = map(float, cell.strip("[]").split(","))
+            self.assertTrue(low <= row[f"mean b - a ({unit})"] <= high, row)
+            if row["Welch p"] != "-":
+                self.assertEqual(low > 0 or high < 0, row["Welch p"] < 0.05, row)
         omnibus = {r["test"]: r for r in json.loads(self.analyze(
             "compare", self.main, "--factor", "overlap", "--where", "lr=0.05", "--where", "sync_period=1",
             "--metric", "final_test_loss", "--format", "json"))[0]["rows"]}

@@ -114,6 +114,28 @@ class AgainstScipy(unittest.TestCase):
             np.testing.assert_allclose([df1, df2], [ref.df_num, ref.df_denom], rtol=1e-6, err_msg=f"{sizes}: df")
         print(f"{len(cases)} Welch ANOVAs agree with statsmodels' anova_oneway")
 
+    def test_interval_of_a_difference(self):
+        # compare's "95% CI of b - a": Welch's interval (SciPy 1.10 has no confidence_interval(): its t quantile
+        # at the df statsmodels' ttest_ind(usevar="unequal") reports).
+        ttest_ind = self.statsmodels("statsmodels.stats.weightstats").ttest_ind
+        rng = np.random.default_rng(17)
+        cases = [(rng.normal(0.85 + shift, sa, n1), rng.normal(0.85, sb, n2), conf)
+                 for n1, n2, shift, sa, sb, conf in ((5, 5, 0.0, 0.01, 0.01, 0.95), (3, 9, 0.01, 0.002, 0.02, 0.95),
+                                                     (20, 12, -0.004, 0.01, 0.005, 0.99), (2, 2, 0.02, 0.01, 0.01, 0.9))]
+        lines = [f"welch_interval;{','.join(map(repr, map(float, a)))};{','.join(map(repr, map(float, b)))};{c!r}"
+                 for a, b, c in cases]
+        for (a, b, conf), row in zip(cases, stats_check(lines)):
+            diff, low, high, df = map(float, row.split())
+            ref_df = ttest_ind(a, b, usevar="unequal")[2]
+            se = np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+            half = stats.t.ppf(0.5 + conf / 2, ref_df) * se
+            np.testing.assert_allclose([diff, low, high, df], [a.mean() - b.mean(), a.mean() - b.mean() - half,
+                                                               a.mean() - b.mean() + half, ref_df], rtol=1e-6)
+            # The 95 % interval excludes 0 exactly when Welch's two-sided p < 0.05.
+            if conf == 0.95:
+                self.assertEqual(low > 0 or high < 0, stats.ttest_ind(a, b, equal_var=False).pvalue < 0.05)
+        print(f"{len(cases)} Welch intervals of a difference agree")
+
     def test_equivalence_test_against_statsmodels(self):
         ttost_ind = self.statsmodels("statsmodels.stats.weightstats").ttost_ind
         rng = np.random.default_rng(11)

@@ -38,6 +38,11 @@ int main() {
                   static_cast<long long>(tost_samples_needed(m)));
       continue;
     }
+    if (name == "welch_interval") {  // a;b;confidence: "diff low high df"
+      const DiffInterval d = welch_interval(g[0], g[1], g[2].at(0));
+      std::printf("%.17g %.17g %.17g %.17g\n", d.diff, d.low, d.high, d.df);
+      continue;
+    }
     if (name == "tost") {  // a;b;margin[;alpha]: "df p ci_low ci_high" (the 1 - 2 alpha interval)
       const Equivalence e = welch_tost(g[0], g[1], g[2].at(0), g.size() > 3 ? g[3].at(0) : 0.05);
       std::printf("%.17g %.17g %.17g %.17g\n", e.df, e.p, e.ci_low, e.ci_high);

@@ -127,7 +127,7 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   omni.headers = {"family", "test", "statistic", "df1", "df2", "p", ""};
   pw.title = "pairwise comparisons of " + o.metric + " (p adjusted by Holm within each family)";
   pw.headers = {"family", o.factor + " a", o.factor + " b", "n a", "n b", with_unit("mean b - a", unit),
-                "Hedges g [95% CI]", "Welch p", "Welch p Holm", "", "M-W U p Holm", "pairs", "paired t p Holm",
+                with_unit("95% CI of b - a", unit), "Hedges g [95% CI]", "Welch p", "Welch p Holm", "", "M-W U p Holm", "pairs", "paired t p Holm",
                 "Wilcoxon p Holm"};
   const bool tost = o.equivalence > 0;
   if (tost) {
@@ -183,6 +183,14 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
                                   : std::nan(""));
       wx.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::wilcoxon(pb, pa); }, pw.notes, what + ", Wilcoxon")
                                   : std::nan(""));
+      // The difference's own scale (points of accuracy), beside the standardized one; each
+      // interval is for its pair alone (not adjusted for the family's other pairs).
+      std::string ci = "-";
+      try {
+        const stats::DiffInterval d = stats::welch_interval(b, a);
+        ci = "[" + num(d.low) + ", " + num(d.high) + "]";
+      } catch (const UsageError&) {  // fewer than 2 runs in a level: the Welch note says so
+      }
       std::string g = "-";
       try {
         const stats::Effect e = stats::hedges_g(b, a);
@@ -202,7 +210,7 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       }
       const double diff = (a.empty() || b.empty()) ? std::nan("") : stats::describe(b).mean - stats::describe(a).mean;
       rows.push_back({fam, levels[p.a].key_values[0], levels[p.b].key_values[0], std::to_string(a.size()),
-                      std::to_string(b.size()), num(diff), g});
+                      std::to_string(b.size()), num(diff), ci, g});
     }
     const auto hw = stats::holm(welch), hm = stats::holm(mwu), hp = stats::holm(pt), hx = stats::holm(wx);
     const auto he = stats::holm(eq);
@@ -227,7 +235,8 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
                        " interval then lies inside the margin); \"not shown\" is no evidence of a difference");
   }
   pw.notes.push_back("marks: *** p < 0.001, ** < 0.01, * < 0.05 (Welch, Holm-adjusted); paired tests match runs "
-                     "by seed: the same seed means the same initial weights and sampler streams");
+                     "by seed: the same seed means the same initial weights and sampler streams; the 95% CI of b - a "
+                     "is Welch's, for each pair alone (not adjusted like the p-values)");
   std::vector<std::string> held = o.within;
   held.push_back(o.factor);
   if (const std::string note = pooled_note(r, held); !note.empty()) omni.notes.push_back(note);

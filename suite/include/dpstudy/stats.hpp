@@ -23,6 +23,13 @@ struct Test {
 
 // scipy.stats.ttest_ind(a, b, equal_var=False)
 Test welch_t(const std::vector<double>& a, const std::vector<double>& b);
+// mean(a) - mean(b) and its Welch interval at `confidence`: diff -/+ t(df)
+// se, Welch-Satterthwaite df (later SciPy's ttest_ind(a, b, equal_var=False)
+// .confidence_interval()); zero width when both groups are constant.
+struct DiffInterval {
+  double diff, low, high, df;
+};
+DiffInterval welch_interval(const std::vector<double>& a, const std::vector<double>& b, double confidence = 0.95);
 // Equivalence of two means within +/- margin (Schuirmann's two one-sided
 // tests, with Welch's standard error and df; statsmodels' ttost_ind(a, b,
 // -margin, margin, usevar="unequal")): p is the larger of the two one-sided
