@@ -897,6 +897,18 @@ class Analyze(TempFolderTest):
         # The batch sizes 5, 10, 20, then the legend's mark (gnuplot 6 draws each error line's mark twice).
         x5, x10, x20 = sorted({float(x) for x in points})[:3]
         self.assertAlmostEqual(x10 - x5, x20 - x10, delta=0.1)  # equal steps for equal ratios
+        # Lines at one level are moved aside (dodged), so that their error bars do not hide each other:
+        # at sync_period 1 both overlap lines, a small step apart; at 4 only overlap 0 (excluded there).
+        for extra in ([], ["--log_x"]):
+            self.analyze("plot", self.main, "--kind", "summary", "--by", "sync_period,overlap", "--where", "lr=0.05",
+                         "--output", log_plot, *extra)
+            with open(log_plot) as f:
+                points = sorted({round(float(x), 1) for x in re.findall(r"#gpPt6' transform='translate\(([0-9.]+),",
+                                                                         f.read())})
+            self.assertEqual(len(points), 4, f"{extra}: 3 points and the key's marks: {points}")
+            left, right, lone = points[:3]
+            self.assertLess(left, right, extra)
+            self.assertLess(right - left, 0.1 * (lone - left), f"{extra}: a small step: {points}")
         out = self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap", "--log_x", "--output", log_plot,
                            status=2)
         self.assertIn("overlap = 0 cannot be placed on a logarithmic axis", out)

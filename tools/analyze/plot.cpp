@@ -101,9 +101,24 @@ std::string plot(const Runs& r, const Options& o) {
         plots.push_back(index + "using 1:3:4 with filledcurves fs transparent solid 0.2" + colour + " notitle");
         plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + title);
       } else {
-        plots.push_back(index + "using 1:2:3:4 with yerrorlines lw 2 pt 7" + colour + title);
+        // Each line's points moved aside by its own small step (dodged): the bars of lines at one
+        // level drew over each other. `dodge` is set below, once every level is known.
+        const std::string x = "($1" + std::string(o.log_x ? " * dodge**" : " + dodge * ") + "(" +
+                              std::to_string(li) + " - " + std::to_string(lines.size() - 1) + " / 2.0))";
+        plots.push_back(index + "using " + x + ":2:3:4 with yerrorlines lw 2 pt 7" + colour + title);
       }
       ++block;
+    }
+    {
+      // A step of 1.5 % of the axis between neighbouring lines, the whole spread at most 6 %; the
+      // axis spans the levels (xfix: not widened to gnuplot's next tics) and the offsets' margins.
+      const double lines_apart = lines.size() > 1 ? std::min(0.015, 0.06 / double(lines.size() - 1)) : 0;
+      double dodge = o.log_x ? 1 : 0;
+      if (levels.size() > 1) {
+        const double lo = levels.begin()->first, hi = levels.rbegin()->first;
+        dodge = o.log_x ? std::pow(hi / lo, lines_apart) : (hi - lo) * lines_apart;
+      }
+      script << "dodge = " << format_number(dodge) << "\nset autoscale xfix\n";
     }
     script << "set xlabel " << gnuplot_quoted(with_unit(o.by[0], metric_unit(r, o.by[0]))) << "\nset ylabel "
            << gnuplot_quoted(with_unit(o.metric, metric_unit(r, o.metric))) << "\nset title "
