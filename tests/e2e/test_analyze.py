@@ -71,6 +71,50 @@ class Analyze(TempFolderTest):
         with_div = self.analyze("summary", self.main, "--by", "lr", "--include_diverged", "--format", "csv")
         self.assertIn("1000,9,9", with_div)
 
+    def test_latex_tables(self):
+        """--format latex: a booktabs tabular per table, with the CSV's cells, LaTeX's special characters escaped,
+        a number's sign a minus, the title and notes as comments."""
+        args = ["compare", self.main, "--factor", "overlap", "--within", "sync_period", "--where", "lr=0.05"]
+        tex = self.analyze(*args, "--format", "latex")
+        tabulars = re.findall(r"\\begin\{tabular\}\{(lr*)\}\n\\toprule\n(.*?)\n\\midrule\n(.*?)\\bottomrule\n"
+                              r"\\end\{tabular\}\n", tex, re.S)
+        self.assertEqual(len(tabulars), 2, tex)
+        # The title and notes as comments: nothing escaped.
+        self.assertIn("% omnibus tests of final_test_accuracy across overlap\n", tex)
+        self.assertIn("% marks: *** p < 0.001", tex)
+        csv_rows = list(csv.reader(io.StringIO(self.analyze(*args, "--format", "csv"))))  # the tables one after the other
+
+        def unescape(cell):
+            cell = cell.replace("$-$", "-").replace("\\textless{}", "<").replace("\\textgreater{}", ">")
+            return re.sub(r"\\([&%$#_{}])", r"\1", cell[2:] if cell.startswith("{}[") else cell)
+
+        def cells(line):
+            self.assertTrue(line.endswith(" \\\\"), line)
+            return [unescape(c) for c in line[:-len(" \\\\")].split(" & ")]
+
+        for columns, header, body in tabulars:
+            headers = cells(header)
+            self.assertEqual(headers, csv_rows.pop(0))
+            self.assertEqual(columns, "l" + "r" * (len(headers) - 1))
+            for line in body.strip().split("\n"):
+                self.assertEqual(cells(line), csv_rows.pop(0))
+        self.assertEqual(csv_rows, [])
+        self.assertIn("sync\\_period=1 &", tex)
+        self.assertIn("95\\% CI of b - a (fraction)", tex)  # a hyphen between words stays one
+        self.assertRegex(tex, r"\{\}\[(\$-\$)?[0-9.]+, (\$-\$)?[0-9.]+\]")
+        # Where TeX is installed (not a dependency: texlive-latex-recommended has booktabs), it typesets.
+        if shutil.which("pdflatex") and subprocess.run(["kpsewhich", "booktabs.sty"], capture_output=True).returncode == 0:
+            folder = os.path.join(self.tmp, "latex")
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "t.tex"), "w") as f:
+                f.write("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n\\tiny\n" + tex +
+                        self.analyze("anova", self.main, "--factors", "overlap,sync_period", "--format", "latex") +
+                        "\\end{document}\n")
+            r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=folder,
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stdout[-3000:])
+            print("typeset by pdflatex", file=sys.stderr)
+
     def test_a_period_of_never_reads_never(self):
         # The index stores it as -1; tables, --where and plots say never.
         rows = list(csv.DictReader(io.StringIO(self.analyze("summary", self.periods, "--by", "sync_period",
@@ -298,7 +342,7 @@ class Analyze(TempFolderTest):
                 (["summary", "--metric", "val_accuracy@step=2"],
                  "has no value of val_accuracy at any evaluation (it was trained without a validation split)"),
                 (["curves", "--series", "accuracy"], "eval series 'accuracy' does not exist; series: "),
-                (["summary", "--format", "xml"], "--format: 'xml' is not one of: table, markdown, csv, json"),
+                (["summary", "--format", "xml"], "--format: 'xml' is not one of: table, markdown, csv, json, latex"),
                 (["plot", "--kind", "bars", "--output", "x.png"],
                  "--kind: 'bars' is not one of: summary, curves, steps, best_lr, scaling")):
             out = self.analyze(args[0], self.main, *args[1:], status=2)

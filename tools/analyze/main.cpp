@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
         "Welch tests; 0.01 = one point of accuracy); power: the seeds per group that would show it")(
         "include_diverged", po::bool_switch(&o.include_diverged), "keep diverged and failed runs")(
         "log_x", po::bool_switch(&o.log_x), "plot --kind summary: a logarithmic x axis (the key's values must be > 0)")(
-        "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv or json")(
+        "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv, json or latex (booktabs)")(
         "effect", po::value(&o.effect), "power: seeds needed to detect this standardised effect d")(
         "alpha", po::value(&o.alpha)->default_value(0.05, "0.05"),
         "compare, report: the equivalence test's level (its interval is 1 - 2 alpha); power: the tests' level")(

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -24,7 +25,8 @@ Format parse_format(const std::string& t) {
   if (t == "markdown") return Format::markdown;
   if (t == "csv") return Format::csv;
   if (t == "json") return Format::json;
-  throw ConfigError("format", t, "is not one of: table, markdown, csv, json");
+  if (t == "latex") return Format::latex;
+  throw ConfigError("format", t, "is not one of: table, markdown, csv, json, latex");
 }
 
 namespace {
@@ -43,6 +45,42 @@ std::string json_string(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+// Text mode: LaTeX's ten special characters, and < > (other glyphs in the default font encoding).
+std::string latex_cell(const std::string& s) {
+  std::string out = s.rfind('[', 0) == 0 ? "{}" : "";  // not read as the optional argument of the \\ before it
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    // A number's sign as a minus, not a hyphen: -0.5, [-0.02, 0.04] (not 1e-05, Kruskal-Wallis, b - a).
+    const bool sign = c == '-' && i + 1 < s.size() && (std::isdigit(static_cast<unsigned char>(s[i + 1])) ||
+                                                       s[i + 1] == '.') &&
+                      (i == 0 || s[i - 1] == ' ' || s[i - 1] == '[' || s[i - 1] == '(');
+    if (sign) {
+      out += "$-$";
+      continue;
+    }
+    switch (c) {
+      case '&': case '%': case '$': case '#': case '_': case '{': case '}': out += std::string("\\") + c; break;
+      case '\\': out += "\\textbackslash{}"; break;
+      case '~': out += "\\textasciitilde{}"; break;
+      case '^': out += "\\textasciicircum{}"; break;
+      case '<': out += "\\textless{}"; break;
+      case '>': out += "\\textgreater{}"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// A comment line per line of `text`.
+void latex_comment(std::FILE* out, const std::string& text) {
+  std::size_t at = 0;
+  do {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    std::fprintf(out, "%% %s\n", text.substr(at, end - at).c_str());
+    at = end + 1;
+  } while (at < text.size());
 }
 
 bool is_number(const std::string& s) {
@@ -89,6 +127,23 @@ void print(const std::vector<Table>& tables, Format format, std::FILE* out) {
     for (std::size_t c = 0; c < tb.headers.size(); ++c) {
       width[c] = tb.headers[c].size();
       for (const auto& row : tb.rows) width[c] = std::max(width[c], row[c].size());
+    }
+    if (format == Format::latex) {
+      // As the markdown: the first column left, the others right (numbers).
+      latex_comment(out, tb.title);
+      std::fprintf(out, "\\begin{tabular}{l%s}\n\\toprule\n", std::string(tb.headers.empty() ? 0 : tb.headers.size() - 1, 'r').c_str());
+      for (std::size_t c = 0; c < tb.headers.size(); ++c) {
+        std::fprintf(out, "%s%s", c ? " & " : "", latex_cell(tb.headers[c]).c_str());
+      }
+      std::fprintf(out, " \\\\\n\\midrule\n");
+      for (const auto& row : tb.rows) {
+        for (std::size_t c = 0; c < row.size(); ++c) std::fprintf(out, "%s%s", c ? " & " : "", latex_cell(row[c]).c_str());
+        std::fprintf(out, " \\\\\n");
+      }
+      std::fprintf(out, "\\bottomrule\n\\end{tabular}\n");
+      for (const auto& n : tb.notes) latex_comment(out, n);
+      std::fprintf(out, "\n");
+      continue;
     }
     if (format == Format::markdown) {
       std::fprintf(out, "**%s**\n\n|", tb.title.c_str());

@@ -16,7 +16,8 @@ struct Table {
   std::vector<std::string> notes;         // '#' lines after the table
 };
 
-enum class Format { table, markdown, csv, json };
+// latex: a booktabs tabular (\usepackage{booktabs}) per table, its title and notes as comments.
+enum class Format { table, markdown, csv, json, latex };
 Format parse_format(const std::string& text);
 // To `out` (standard output unless given).
 void print(const std::vector<Table>& tables, Format format, std::FILE* out = stdout);
