@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   const bool sha_ok = dpstudy::Sha256::of("abc", 3) ==
                       "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
   const std::string dir = std::string(argc > 1 ? argv[1] : ".") + "/consumer-fixtures";
-  dpstudy::write_fixtures(dir, {10, 5, 1, true});
+  dpstudy::write_fixtures(dir, {200, 50, 1, true});  // enough for the workload test to train on
   const auto m = dpstudy::Manifest::load(dir + "/manifest.tsv");
   const bool fixtures_ok = m.entries().size() == 14 && std::filesystem::exists(dir + "/cifar10/test_batch.bin");
   std::printf("consumer: dpstudy %s (%s), MPI %d, sha256(abc) %s, fixtures %s\n", b.version.c_str(),
