@@ -82,7 +82,8 @@ class Analyze(TempFolderTest):
         # The title and notes as comments: nothing escaped.
         self.assertIn("% omnibus tests of final_test_accuracy across overlap\n", tex)
         self.assertIn("% marks: *** p < 0.001", tex)
-        csv_rows = list(csv.reader(io.StringIO(self.analyze(*args, "--format", "csv"))))  # the tables one after the other
+        # The CSV: the tables one after the other, each header and its rows.
+        csv_rows = list(csv.reader(io.StringIO(self.analyze(*args, "--format", "csv"))))
 
         def unescape(cell):
             cell = cell.replace("$-$", "-").replace("\\textless{}", "<").replace("\\textgreater{}", ">")

@@ -127,8 +127,8 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   omni.headers = {"family", "test", "statistic", "df1", "df2", "p", ""};
   pw.title = "pairwise comparisons of " + o.metric + " (p adjusted by Holm within each family)";
   pw.headers = {"family", o.factor + " a", o.factor + " b", "n a", "n b", with_unit("mean b - a", unit),
-                with_unit("95% CI of b - a", unit), "Hedges g [95% CI]", "Welch p", "Welch p Holm", "", "M-W U p Holm", "pairs", "paired t p Holm",
-                "Wilcoxon p Holm"};
+                with_unit("95% CI of b - a", unit), "Hedges g [95% CI]", "Welch p", "Welch p Holm", "",
+                "M-W U p Holm", "pairs", "paired t p Holm", "Wilcoxon p Holm"};
   const bool tost = o.equivalence > 0;
   if (tost) {
     for (const std::string& h : {with_unit(tost_interval(o.alpha) + " CI of b - a", unit), std::string("TOST p Holm"),
