@@ -161,6 +161,13 @@ class Analyze(TempFolderTest):
                                        "--where", "sync_period=1", "--baseline", "0", "--format", "json"))[1]["rows"]
         self.assertEqual(len(rows), 1)
         self.assertEqual(rows[0]["pairs"], 3)  # seeds 1..3 in both levels
+        # Pooled over sync_period, overlap 0 has two runs of each seed (sync_period 1 and 4): none is
+        # paired, and a note says why rather than leaving "pairs 0" to the reader.
+        tables = json.loads(self.analyze("compare", self.main, "--factor", "overlap", "--where", "lr=0.05",
+                                         "--format", "json"))
+        self.assertEqual(tables[1]["rows"][0]["pairs"], 0)
+        self.assertIn("all, 0 vs 0.5: no paired tests: seeds 1, 2, 3 have several runs in a level (other keys "
+                      "pooled); a --within or --where on those keys leaves one run per seed", tables[1]["notes"])
         self.assertTrue(0 <= rows[0]["Welch p"] <= 1)
         # The difference's 95 % interval (Welch's): around the difference, excluding 0 exactly when Welch p < 0.05.
         for metric in ("final_test_accuracy", "final_test_loss", "wall_time_s"):

@@ -89,6 +89,23 @@ std::pair<std::vector<double>, std::vector<double>> paired(const Runs& r, const 
   return {pa, pb};
 }
 
+// The seeds with more than one run in a or in b (runs of other keys pooled in a level): those
+// are not paired, and a reader of "pairs 0" is to learn why.
+std::vector<std::string> repeated_seeds(const Group& a, const Group& b) {
+  std::map<double, int> count_a, count_b;
+  for (const Run* run : a.runs) ++count_a[run->numbers.at("seed")];
+  for (const Run* run : b.runs) ++count_b[run->numbers.at("seed")];
+  std::set<double> repeated;
+  for (const auto* counts : {&count_a, &count_b}) {
+    for (const auto& [seed, n] : *counts) {
+      if (n > 1) repeated.insert(seed);
+    }
+  }
+  std::vector<std::string> out;
+  for (double seed : repeated) out.push_back(num(seed));
+  return out;
+}
+
 template <typename F>
 double p_or_nan(F&& f, std::vector<std::string>& notes, const std::string& what) {
   try {
@@ -179,6 +196,16 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       const std::vector<double>& pa = matched.first;
       const std::vector<double>& pb = matched.second;
       npairs.push_back(pa.size());
+      if (pa.size() < 2) {
+        const std::vector<std::string> repeated = repeated_seeds(levels[p.a], levels[p.b]);
+        if (!repeated.empty()) {
+          std::string seeds;
+          for (const std::string& seed : repeated) seeds += (seeds.empty() ? "" : ", ") + seed;
+          pw.notes.push_back(what + ": no paired tests: seed" + (repeated.size() == 1 ? " " : "s ") + seeds +
+                             (repeated.size() == 1 ? " has" : " have") + " several runs in a level (other keys pooled); "
+                             "a --within or --where on those keys leaves one run per seed");
+        }
+      }
       pt.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::paired_t(pb, pa); }, pw.notes, what + ", paired t")
                                   : std::nan(""));
       wx.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::wilcoxon(pb, pa); }, pw.notes, what + ", Wilcoxon")
