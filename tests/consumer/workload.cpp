@@ -2,13 +2,14 @@
 // dpstudy, with every option, study, MPI layout and result file of the shipped
 // workloads (docs/workloads.md, "A workload of your own"). Softmax regression:
 // one linear layer, an option of its own for its initial weights' scale.
-#include <torch/nn/init.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
 
 #include <dpstudy/dataset_spec.hpp>
 #include <dpstudy/error.hpp>
 #include <dpstudy/workload.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 

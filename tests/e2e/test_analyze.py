@@ -104,7 +104,9 @@ class Analyze(TempFolderTest):
         self.assertIn("95\\% CI of b - a (fraction)", tex)  # a hyphen between words stays one
         self.assertRegex(tex, r"\{\}\[(\$-\$)?[0-9.]+, (\$-\$)?[0-9.]+\]")
         # Where TeX is installed (not a dependency: texlive-latex-recommended has booktabs), it typesets.
-        if shutil.which("pdflatex") and subprocess.run(["kpsewhich", "booktabs.sty"], capture_output=True).returncode == 0:
+        has_booktabs = shutil.which("kpsewhich") and subprocess.run(["kpsewhich", "booktabs.sty"],
+                                                                    capture_output=True).returncode == 0
+        if shutil.which("pdflatex") and has_booktabs:
             folder = os.path.join(self.tmp, "latex")
             os.makedirs(folder, exist_ok=True)
             with open(os.path.join(folder, "t.tex"), "w") as f:
@@ -171,8 +173,9 @@ class Analyze(TempFolderTest):
         self.assertTrue(0 <= rows[0]["Welch p"] <= 1)
         # The difference's 95 % interval (Welch's): around the difference, excluding 0 exactly when Welch p < 0.05.
         for metric in ("final_test_accuracy", "final_test_loss", "wall_time_s"):
-            row = json.loads(self.analyze("compare", self.main, "--factor", "overlap", "--where", "lr=0.05",
-                                          "--where", "sync_period=1", "--metric", metric, "--format", "json"))[1]["rows"][0]
+            tables = json.loads(self.analyze("compare", self.main, "--factor", "overlap", "--where", "lr=0.05",
+                                             "--where", "sync_period=1", "--metric", metric, "--format", "json"))
+            row = tables[1]["rows"][0]
             unit = {"final_test_accuracy": "fraction", "final_test_loss": "nats", "wall_time_s": "s"}[metric]
             cell = row[f"95% CI of b - a ({unit})"]
             low, high = map(float, cell.strip("[]").split(","))

@@ -119,9 +119,10 @@ class AgainstScipy(unittest.TestCase):
         # at the df statsmodels' ttest_ind(usevar="unequal") reports).
         ttest_ind = self.statsmodels("statsmodels.stats.weightstats").ttest_ind
         rng = np.random.default_rng(17)
+        settings = ((5, 5, 0.0, 0.01, 0.01, 0.95), (3, 9, 0.01, 0.002, 0.02, 0.95),
+                    (20, 12, -0.004, 0.01, 0.005, 0.99), (2, 2, 0.02, 0.01, 0.01, 0.9))
         cases = [(rng.normal(0.85 + shift, sa, n1), rng.normal(0.85, sb, n2), conf)
-                 for n1, n2, shift, sa, sb, conf in ((5, 5, 0.0, 0.01, 0.01, 0.95), (3, 9, 0.01, 0.002, 0.02, 0.95),
-                                                     (20, 12, -0.004, 0.01, 0.005, 0.99), (2, 2, 0.02, 0.01, 0.01, 0.9))]
+                 for n1, n2, shift, sa, sb, conf in settings]
         lines = [f"welch_interval;{','.join(map(repr, map(float, a)))};{','.join(map(repr, map(float, b)))};{c!r}"
                  for a, b, c in cases]
         for (a, b, conf), row in zip(cases, stats_check(lines)):

@@ -131,13 +131,16 @@ void print(const std::vector<Table>& tables, Format format, std::FILE* out) {
     if (format == Format::latex) {
       // As the markdown: the first column left, the others right (numbers).
       latex_comment(out, tb.title);
-      std::fprintf(out, "\\begin{tabular}{l%s}\n\\toprule\n", std::string(tb.headers.empty() ? 0 : tb.headers.size() - 1, 'r').c_str());
+      const std::string numbers(tb.headers.empty() ? 0 : tb.headers.size() - 1, 'r');
+      std::fprintf(out, "\\begin{tabular}{l%s}\n\\toprule\n", numbers.c_str());
       for (std::size_t c = 0; c < tb.headers.size(); ++c) {
         std::fprintf(out, "%s%s", c ? " & " : "", latex_cell(tb.headers[c]).c_str());
       }
       std::fprintf(out, " \\\\\n\\midrule\n");
       for (const auto& row : tb.rows) {
-        for (std::size_t c = 0; c < row.size(); ++c) std::fprintf(out, "%s%s", c ? " & " : "", latex_cell(row[c]).c_str());
+        for (std::size_t c = 0; c < row.size(); ++c) {
+          std::fprintf(out, "%s%s", c ? " & " : "", latex_cell(row[c]).c_str());
+        }
         std::fprintf(out, " \\\\\n");
       }
       std::fprintf(out, "\\bottomrule\n\\end{tabular}\n");

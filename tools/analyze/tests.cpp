@@ -201,9 +201,10 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
         if (!repeated.empty()) {
           std::string seeds;
           for (const std::string& seed : repeated) seeds += (seeds.empty() ? "" : ", ") + seed;
-          pw.notes.push_back(what + ": no paired tests: seed" + (repeated.size() == 1 ? " " : "s ") + seeds +
-                             (repeated.size() == 1 ? " has" : " have") + " several runs in a level (other keys pooled); "
-                             "a --within or --where on those keys leaves one run per seed");
+          const bool one = repeated.size() == 1;
+          pw.notes.push_back(what + ": no paired tests: seed" + (one ? " " : "s ") + seeds + (one ? " has" : " have") +
+                             " several runs in a level (other keys pooled); a --within or --where on those keys "
+                             "leaves one run per seed");
         }
       }
       pt.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::paired_t(pb, pa); }, pw.notes, what + ", paired t")
