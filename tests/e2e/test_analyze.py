@@ -964,6 +964,13 @@ class Analyze(TempFolderTest):
             left, right, lone = points[:3]
             self.assertLess(left, right, extra)
             self.assertLess(right - left, 0.1 * (lone - left), f"{extra}: a small step: {points}")
+            # One level alone (a --where on the x key): dodged too.
+            self.analyze("plot", self.main, "--kind", "summary", "--by", "sync_period,overlap", "--where", "lr=0.05",
+                         "--where", "sync_period=1", "--output", log_plot, *extra)
+            with open(log_plot) as f:
+                points = sorted({round(float(x), 1) for x in re.findall(r"#gpPt6' transform='translate\(([0-9.]+),",
+                                                                         f.read())})
+            self.assertEqual(len(points), 3, f"{extra}: 2 points and the key's marks: {points}")
         out = self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap", "--log_x", "--output", log_plot,
                            status=2)
         self.assertIn("overlap = 0 cannot be placed on a logarithmic axis", out)

@@ -117,8 +117,15 @@ std::string plot(const Runs& r, const Options& o) {
       if (levels.size() > 1) {
         const double lo = levels.begin()->first, hi = levels.rbegin()->first;
         dodge = o.log_x ? std::pow(hi / lo, lines_apart) : (hi - lo) * lines_apart;
+        script << "set autoscale xfix\n";
+      } else if (levels.size() == 1) {  // one level (a --where on the x key): an axis of our own around it
+        const double x = levels.begin()->first;
+        const double lo = o.log_x ? x / 2 : x - (x != 0 ? std::fabs(x) / 2 : 1);
+        const double hi = o.log_x ? x * 2 : x + (x != 0 ? std::fabs(x) / 2 : 1);
+        dodge = o.log_x ? std::pow(hi / lo, lines_apart) : (hi - lo) * lines_apart;
+        script << "set xrange [" << format_number(lo) << ":" << format_number(hi) << "]\n";
       }
-      script << "dodge = " << format_number(dodge) << "\nset autoscale xfix\n";
+      script << "dodge = " << format_number(dodge) << "\n";
     }
     script << "set xlabel " << gnuplot_quoted(with_unit(o.by[0], metric_unit(r, o.by[0]))) << "\nset ylabel "
            << gnuplot_quoted(with_unit(o.metric, metric_unit(r, o.metric))) << "\nset title "
