@@ -71,39 +71,34 @@ std::vector<Pair> pairs_of(const std::vector<Group>& levels, const std::string& 
   return out;
 }
 
-// Values of two levels matched by seed (runs with one value per seed in each).
-std::pair<std::vector<double>, std::vector<double>> paired(const Runs& r, const Group& a, const Group& b,
-                                                           const std::string& metric) {
+// Values of two levels matched by seed (runs with one value per seed in each), and the seeds with
+// more than one run in either (other keys pooled in a level): those are not paired, and a reader
+// of "pairs 0" is to learn why.
+struct Matched {
+  std::vector<double> a, b;
+  std::vector<std::string> repeated_seeds;
+};
+Matched paired(const Runs& r, const Group& a, const Group& b, const std::string& metric) {
   std::map<double, double> va, vb;
   const auto xa = metric_values(r, a.runs, metric), xb = metric_values(r, b.runs, metric);
   std::map<double, int> ca, cb;
   for (std::size_t i = 0; i < a.runs.size(); ++i) ++ca[a.runs[i]->numbers.at("seed")], va[a.runs[i]->numbers.at("seed")] = xa[i];
   for (std::size_t i = 0; i < b.runs.size(); ++i) ++cb[b.runs[i]->numbers.at("seed")], vb[b.runs[i]->numbers.at("seed")] = xb[i];
-  std::vector<double> pa, pb;
+  Matched m;
   for (const auto& [seed, v] : va) {
     if (ca[seed] == 1 && cb.count(seed) && cb[seed] == 1 && !std::isnan(v) && !std::isnan(vb[seed])) {
-      pa.push_back(v);
-      pb.push_back(vb[seed]);
+      m.a.push_back(v);
+      m.b.push_back(vb[seed]);
     }
   }
-  return {pa, pb};
-}
-
-// The seeds with more than one run in a or in b (runs of other keys pooled in a level): those
-// are not paired, and a reader of "pairs 0" is to learn why.
-std::vector<std::string> repeated_seeds(const Group& a, const Group& b) {
-  std::map<double, int> count_a, count_b;
-  for (const Run* run : a.runs) ++count_a[run->numbers.at("seed")];
-  for (const Run* run : b.runs) ++count_b[run->numbers.at("seed")];
   std::set<double> repeated;
-  for (const auto* counts : {&count_a, &count_b}) {
+  for (const auto* counts : {&ca, &cb}) {
     for (const auto& [seed, n] : *counts) {
       if (n > 1) repeated.insert(seed);
     }
   }
-  std::vector<std::string> out;
-  for (double seed : repeated) out.push_back(num(seed));
-  return out;
+  for (double seed : repeated) m.repeated_seeds.push_back(num(seed));
+  return m;
 }
 
 template <typename F>
@@ -192,17 +187,16 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       welch.push_back(p_or_nan([&] { return stats::welch_t(b, a); }, pw.notes, what + ", Welch"));
       mwu.push_back(p_or_nan([&] { return stats::mann_whitney_u(b, a); }, pw.notes, what + ", Mann-Whitney"));
       // Named, not a structured binding: C++17 lets no lambda capture one (GCC allows it, Clang before 16 not).
-      const auto matched = paired(fr, levels[p.a], levels[p.b], o.metric);
-      const std::vector<double>& pa = matched.first;
-      const std::vector<double>& pb = matched.second;
+      const Matched matched = paired(fr, levels[p.a], levels[p.b], o.metric);
+      const std::vector<double>& pa = matched.a;
+      const std::vector<double>& pb = matched.b;
       npairs.push_back(pa.size());
       if (pa.size() < 2) {
-        const std::vector<std::string> repeated = repeated_seeds(levels[p.a], levels[p.b]);
+        const std::vector<std::string>& repeated = matched.repeated_seeds;
         if (!repeated.empty()) {
-          std::string seeds;
-          for (const std::string& seed : repeated) seeds += (seeds.empty() ? "" : ", ") + seed;
           const bool one = repeated.size() == 1;
-          pw.notes.push_back(what + ": no paired tests: seed" + (one ? " " : "s ") + seeds + (one ? " has" : " have") +
+          pw.notes.push_back(what + ": no paired tests: seed" + (one ? " " : "s ") + join(repeated, ", ") +
+                             (one ? " has" : " have") +
                              " several runs in a level (other keys pooled); a --within or --where on those keys "
                              "leaves one run per seed");
         }
