@@ -114,16 +114,17 @@ std::string plot(const Runs& r, const Options& o) {
       // axis spans the levels (xfix: not widened to gnuplot's next tics) and the offsets' margins.
       const double lines_apart = lines.size() > 1 ? std::min(0.015, 0.06 / double(lines.size() - 1)) : 0;
       double dodge = o.log_x ? 1 : 0;
-      if (levels.size() > 1) {
-        const double lo = levels.begin()->first, hi = levels.rbegin()->first;
+      if (!levels.empty()) {
+        double lo = levels.begin()->first, hi = levels.rbegin()->first;
+        if (levels.size() == 1) {  // one level (a --where on the x key): an axis of our own around it
+          const double half = lo != 0 ? std::fabs(lo) / 2 : 1;
+          lo = o.log_x ? lo / 2 : lo - half;
+          hi = o.log_x ? hi * 2 : hi + half;
+          script << "set xrange [" << format_number(lo) << ":" << format_number(hi) << "]\n";
+        } else {
+          script << "set autoscale xfix\n";
+        }
         dodge = o.log_x ? std::pow(hi / lo, lines_apart) : (hi - lo) * lines_apart;
-        script << "set autoscale xfix\n";
-      } else if (levels.size() == 1) {  // one level (a --where on the x key): an axis of our own around it
-        const double x = levels.begin()->first;
-        const double lo = o.log_x ? x / 2 : x - (x != 0 ? std::fabs(x) / 2 : 1);
-        const double hi = o.log_x ? x * 2 : x + (x != 0 ? std::fabs(x) / 2 : 1);
-        dodge = o.log_x ? std::pow(hi / lo, lines_apart) : (hi - lo) * lines_apart;
-        script << "set xrange [" << format_number(lo) << ":" << format_number(hi) << "]\n";
       }
       script << "dodge = " << format_number(dodge) << "\n";
     }
