@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <thread>
 
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/error.hpp"
@@ -139,6 +140,18 @@ void check(const JobOptions& g) {
     throw UsageError("'" + g.benchmark_flags.front() + "' is a Google Benchmark flag: it needs --mode throughput");
   }
   if (g.threads < 0) throw ConfigError("threads", std::to_string(g.threads), "must be >= 0");
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (g.threads > 4 * cores) {  // OpenMP would start them all, and crawl
+    throw ConfigError("threads", std::to_string(g.threads),
+                      "is more than 4 threads per core of the " + std::to_string(cores) + " cores here");
+  }
+  if (g.device != "auto" && g.device != "cpu" && g.device != "cuda") {
+    throw ConfigError("device", g.device, "is not one of: auto, cpu, cuda");
+  }
+  if (g.device == "cuda" && !build_info().with_cuda) {
+    throw ConfigError("device", g.device,
+                      "is not available: this dpstudy was built with DPSTUDY_WITH_CUDA=OFF (use --device cpu)");
+  }
   if (g.expect_given && !(g.expect_accuracy >= 0 && g.expect_accuracy <= 1)) {  // 90 for 90 % fails every run
     throw ConfigError("expect_accuracy", to_text(g.expect_accuracy), "must be a fraction in [0, 1] (0.9 for 90 %)");
   }

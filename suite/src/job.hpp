@@ -1,5 +1,6 @@
 // One invocation of a workload executable (a "job"), from its command line to
 // its runs. workload_main() takes it through one file per step:
+//   front_end.cpp     the front end: the next two steps without LibTorch, then the engine
 //   command_line.cpp  options and study file -> Request
 //   study_plan.cpp    Request -> the runs, each config resolved and checked
 //   workload_main.cpp device, threads, data; one run on the console
@@ -79,8 +80,9 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
 struct PlannedRun {
   RawValues values;
   RunConfig config;
-  ModelFactory factory;
-  KeyValues key_values;
+  KeyValues model_values;  // the workload's model_values() for this run
+  ModelFactory factory;     // set by the engine (workload_model), empty in the front end
+  KeyValues key_values;     // the config's, then the model's
   std::string id;
   std::int64_t cost = 0;  // sample-gradients: steps x W b; set once the data's size is known
 };

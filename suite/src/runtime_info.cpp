@@ -101,7 +101,10 @@ std::string installed_share_dir() {
   if (n <= 0) return "";
   exe[n] = '\0';
   std::string dir(exe);
-  for (int up = 0; up < 2; ++up) {  // <prefix>/bin/dpstudy-x -> <prefix>
+  // <prefix>/bin/dpstudy-x -> <prefix>; a workload's engine is one folder deeper,
+  // <prefix>/libexec/dpstudy/dpstudy-x-engine (workload.hpp).
+  const bool engine = dir.size() > 7 && dir.compare(dir.size() - 7, 7, "-engine") == 0;
+  for (int up = 0; up < (engine ? 3 : 2); ++up) {
     const auto slash = dir.rfind('/');
     if (slash == std::string::npos) return "";
     dir.resize(slash);

@@ -9,7 +9,6 @@
 #include <optional>
 #include <set>
 
-#include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/option_errors.hpp"
 #include "dpstudy/options.hpp"
@@ -88,11 +87,9 @@ PlannedRun resolve(const RawValues& combo, const Workload& workload) {
   PlannedRun p;
   p.values = combo;
   p.config = run_options.resolve();
-  p.factory = workload.make_model(dataset_spec(p.config.dataset));
+  if (workload.model_values) p.model_values = workload.model_values();
   p.key_values = p.config.key_values();
-  if (workload.model_values) {
-    for (auto& kv : workload.model_values()) p.key_values.push_back(kv);
-  }
+  p.key_values.insert(p.key_values.end(), p.model_values.begin(), p.model_values.end());
   return p;
 }
 

@@ -1,7 +1,8 @@
-// A workload executable from its command line to its results: the request
-// read (command_line.cpp) and planned (study_plan.cpp), then the device, the
-// threads and the data set up here, and one run on the console, a study
-// (study_job.cpp) or throughput mode (throughput_mode.cpp).
+// A workload's engine from its command line to its results: the request read
+// (command_line.cpp) and planned (study_plan.cpp), each run's model built by
+// the workload's model.cpp, then the device, the threads and the data set up
+// here, and one run on the console, a study (study_job.cpp) or throughput mode
+// (throughput_mode.cpp). The front end before it: front_end.cpp.
 #include "dpstudy/workload.hpp"
 
 #include <ATen/Context.h>
@@ -20,6 +21,7 @@
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/manifest.hpp"
+#include "dpstudy/model.hpp"
 #include "dpstudy/progress.hpp"
 #include "dpstudy/results.hpp"
 #include "dpstudy/runtime_info.hpp"
@@ -88,16 +90,7 @@ void print_result(const RunResult& r) {
 // cpu, or the GPU of this process's local rank when there is one (auto) or
 // when asked (cuda; an error without one).
 at::Device resolve_device(const std::string& name, int local_rank) {
-  if (name != "auto" && name != "cpu" && name != "cuda") {
-    throw ConfigError("device", name, "is not one of: auto, cpu, cuda");
-  }
-  if (name == "cpu") return at::kCPU;
-  if (!DPSTUDY_CUDA) {
-    if (name == "cuda") {
-      throw ConfigError("device", name, "is not available: this dpstudy was built with DPSTUDY_WITH_CUDA=OFF (use --device cpu)");
-    }
-    return at::kCPU;
-  }
+  if (name == "cpu" || !DPSTUDY_CUDA) return at::kCPU;  // a name or a cuda this build lacks: read_request
   const int gpus = at::hasCUDA() ? at::detail::getCUDAHooks().getNumGPUs() : 0;
   if (gpus == 0) {
     if (name == "cuda") {
@@ -146,10 +139,6 @@ void set_threads(JobOptions& g, const StoredRun& stored, const Session& session)
                        " cores here; give --threads N, knowing that another thread count may change the bits");
     }
     g.threads = int(stored.threads);
-  }
-  if (g.threads > 4 * cores) {  // OpenMP would start them all, and crawl
-    throw ConfigError("threads", std::to_string(g.threads),
-                      "is more than 4 threads per core of the " + std::to_string(cores) + " cores here");
   }
   if (g.threads > 0) {
     at::set_num_threads(g.threads);
@@ -337,6 +326,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
       return 0;
     }
     Plan plan = plan_runs(*request, workload);
+    for (PlannedRun& p : plan.runs) p.factory = workload_model(dataset_spec(p.config.dataset), p.model_values);
     const at::Device device = resolve_device(g.device, session.local_rank());
     if (g.deterministic) set_deterministic(device);
     set_threads(g, request->stored, session);
