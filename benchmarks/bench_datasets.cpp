@@ -37,7 +37,7 @@ void BM_LoadFashionMnistTrain(benchmark::State& state) {
   Dataset d;
   for (auto _ : state) {
     d = load_dataset("fashion-mnist", Split::train, {dir});
-    benchmark::DoNotOptimize(d.images.data_ptr());
+    benchmark::DoNotOptimize(d.images.data());
   }
   report(state, d);
 }
@@ -65,7 +65,7 @@ void BM_LoadFixtureMnistTrain(benchmark::State& state) {
   Dataset d;
   for (auto _ : state) {
     d = load_dataset("mnist", Split::train, {dir});
-    benchmark::DoNotOptimize(d.images.data_ptr());
+    benchmark::DoNotOptimize(d.images.data());
   }
   report(state, d);
   state.SetLabel(state.range(0) ? "gzip" : "plain");

@@ -1,7 +1,5 @@
 #include "dpstudy/cifar10.hpp"
 
-#include <ATen/ATen.h>
-
 #include <cstring>
 
 #include "dpstudy/error.hpp"
@@ -28,13 +26,15 @@ CifarBatch read_cifar10_batch(const std::string& path, int num_classes) {
                                 " is out of range, expected 0.." + std::to_string(num_classes - 1));
     }
   }
-  // One copy into a tensor, then the label column and the pixel planes are split
-  // with tensor ops rather than a per-record loop.
-  at::Tensor records = at::empty({n, kCifarRecordBytes}, at::kByte);
-  std::memcpy(records.data_ptr<std::uint8_t>(), bytes.data(), bytes.size());
   CifarBatch out;
-  out.labels = records.select(1, 0).to(at::kLong);
-  out.images = records.narrow(1, 1, kCifarRecordBytes - 1).reshape({n, 3, 32, 32}).contiguous();
+  constexpr std::size_t pixels = kCifarRecordBytes - 1;
+  out.labels.resize(std::size_t(n));
+  out.images.resize(std::size_t(n) * pixels);
+  for (std::size_t i = 0; i < std::size_t(n); ++i) {
+    const std::uint8_t* record = bytes.data() + i * kCifarRecordBytes;
+    out.labels[i] = record[0];
+    std::memcpy(out.images.data() + i * pixels, record + 1, pixels);
+  }
   out.file = in.record();
   return out;
 }

@@ -1,7 +1,5 @@
 #include "dpstudy/dataset.hpp"
 
-#include <ATen/ATen.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -103,11 +101,10 @@ void check_dims(const IdxArray& a, const std::vector<std::int64_t>& expected_tai
   }
 }
 
-void check_labels(const at::Tensor& labels_u8, int classes, const std::string& path) {
-  const std::uint8_t* p = labels_u8.data_ptr<std::uint8_t>();
-  for (std::int64_t i = 0; i < labels_u8.numel(); ++i) {
-    if (p[i] >= classes) {
-      throw DataError(path, "label " + std::to_string(int(p[i])) + " at index " + std::to_string(i) +
+void check_labels(const std::vector<std::uint8_t>& labels, int classes, const std::string& path) {
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] >= classes) {
+      throw DataError(path, "label " + std::to_string(int(labels[i])) + " at index " + std::to_string(i) +
                                 " is out of range, expected 0.." + std::to_string(classes - 1));
     }
   }
@@ -124,21 +121,18 @@ void load_idx(const DatasetSpec& spec, Split split, Dataset& ds) {
                                           " images; the counts must agree");
   }
   check_labels(labels.data, spec.classes, labels.file.path);
-  ds.images = images.data.view({images.dims[0], 1, spec.height, spec.width});
-  ds.labels = labels.data.to(at::kLong);
+  ds.images = std::move(images.data);  // [N, H, W] is [N, 1, H, W]
+  ds.labels.assign(labels.data.begin(), labels.data.end());
   ds.files = {images.file, labels.file};
 }
 
 void load_cifar(const DatasetSpec& spec, Split split, Dataset& ds) {
-  std::vector<at::Tensor> images, labels;
   for (const auto& name : spec.files(split)) {
     CifarBatch b = read_cifar10_batch(existing(ds.dir, name, spec.format), spec.classes);
-    images.push_back(b.images);
-    labels.push_back(b.labels);
+    ds.images.insert(ds.images.end(), b.images.begin(), b.images.end());
+    ds.labels.insert(ds.labels.end(), b.labels.begin(), b.labels.end());
     ds.files.push_back(b.file);
   }
-  ds.images = images.size() == 1 ? images[0] : at::cat(images, 0);
-  ds.labels = labels.size() == 1 ? labels[0] : at::cat(labels, 0);
 }
 
 }  // namespace
@@ -159,19 +153,6 @@ Dataset load_dataset(const std::string& name, Split split, const LoadOptions& op
     for (const auto& f : ds.files) manifest.verify(spec.name, f);
   }
   return ds;
-}
-
-at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec) {
-  const auto c = std::int64_t(spec.mean.size());
-  at::Tensor mean = at::tensor(std::vector<float>(spec.mean.begin(), spec.mean.end())).view({1, c, 1, 1});
-  at::Tensor stdev = at::tensor(std::vector<float>(spec.std.begin(), spec.std.end())).view({1, c, 1, 1});
-  return images_u8.to(at::kFloat).mul_(1.0 / 255.0).sub_(mean).div_(stdev);
-}
-
-at::Tensor Dataset::normalized() const { return normalize_images(images, *spec); }
-
-at::Tensor Dataset::normalized(const at::Tensor& index) const {
-  return normalize_images(images.index_select(0, index), *spec);
 }
 
 }  // namespace dpstudy

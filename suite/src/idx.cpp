@@ -1,7 +1,5 @@
 #include "dpstudy/idx.hpp"
 
-#include <ATen/ATen.h>
-
 #include <cstdio>
 
 #include "dpstudy/error.hpp"
@@ -36,8 +34,8 @@ IdxArray read_idx_ubyte(const std::string& path, int expected_ndim) {
     count *= std::int64_t(n);
   }
   if (count > (std::int64_t(1) << 36)) throw DataError(path, "array is implausibly large");
-  out.data = at::empty(out.dims, at::kByte);
-  in.read_exact(out.data.data_ptr<std::uint8_t>(), std::size_t(count),
+  out.data.resize(std::size_t(count));
+  in.read_exact(out.data.data(), std::size_t(count),
                 "data (the header declares " + std::to_string(count) + " bytes)");
   if (!in.at_end()) {
     throw DataError(path, "has bytes after the " + std::to_string(count) +

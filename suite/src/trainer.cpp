@@ -29,13 +29,30 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
+at::Tensor image_tensor(const Dataset& d) {
+  const DatasetSpec& s = *d.spec;
+  // Only read: every use copies (normalize_images' conversion to float first of all).
+  return at::from_blob(const_cast<std::uint8_t*>(d.images.data()), {d.size(), s.channels, s.height, s.width},
+                       at::kByte);
+}
+
+at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec) {
+  const auto c = std::int64_t(spec.mean.size());
+  at::Tensor mean = at::tensor(std::vector<float>(spec.mean.begin(), spec.mean.end())).view({1, c, 1, 1});
+  at::Tensor stdev = at::tensor(std::vector<float>(spec.std.begin(), spec.std.end())).view({1, c, 1, 1});
+  return images_u8.to(at::kFloat).mul_(1.0 / 255.0).sub_(mean).div_(stdev);
+}
+
 TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device) {
+  auto labels = [&](const Dataset& s) {
+    return at::tensor(at::ArrayRef<std::int64_t>(s.labels), at::kLong).to(device);
+  };
   TrainingData d;
   d.spec = train.spec;
-  d.train_x = train.normalized().to(device);
-  d.train_y = train.labels.to(device);
-  d.test_x = test.normalized().to(device);
-  d.test_y = test.labels.to(device);
+  d.train_x = normalize_images(image_tensor(train), *train.spec).to(device);
+  d.train_y = labels(train);
+  d.test_x = normalize_images(image_tensor(test), *test.spec).to(device);
+  d.test_y = labels(test);
   d.files = train.files;
   d.files.insert(d.files.end(), test.files.begin(), test.files.end());
   return d;

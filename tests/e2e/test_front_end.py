@@ -66,8 +66,8 @@ class FrontEnd(TempFolderTest):
 
     def test_the_engine_takes_the_front_ends_process(self):
         out = os.path.join(self.tmp, "results")
-        job = subprocess.Popen([FRONT, "--data_dir", DATA, "--epochs", "50", "--batch_size", "10", "--threads", "1",
-                                "--output", out, "--name", "long", "--quiet"],
+        job = subprocess.Popen([FRONT, "--data_dir", DATA, "--epochs", "1000", "--batch_size", "10", "--threads", "1",
+                                "--output", out, "--name", "long"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline, exe = time.monotonic() + 60, ""
@@ -77,8 +77,10 @@ class FrontEnd(TempFolderTest):
                     break
                 time.sleep(0.02)
             self.assertEqual(os.path.realpath(exe), os.path.realpath(ENGINE))
-            # A study stops at a checkpoint on SIGTERM (exit 5): the engine got the signal.
-            time.sleep(1)
+            # Once it trains, a study stops at a checkpoint on SIGTERM (exit 5): the engine got the signal.
+            for line in job.stdout:
+                if line.startswith("[run 1/1] epoch"):
+                    break
             job.terminate()
             _, err = job.communicate(timeout=120)
             self.assertEqual(job.returncode, 5, err)

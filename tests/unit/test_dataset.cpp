@@ -1,8 +1,5 @@
-// Named datasets: look-up order, normalisation, names.
-#include <ATen/ATen.h>
+// Named datasets: look-up order, names (their normalisation: test_prepare_data.cpp).
 #include <gtest/gtest.h>
-
-#include <cmath>
 
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
@@ -53,27 +50,4 @@ TEST(DatasetNames, UnknownNamesAndSplitsAreUsageErrors) {
   EXPECT_THROW(parse_split("validation"), UsageError);
   EXPECT_EQ(parse_split("test"), Split::test);
   EXPECT_EQ(to_string(Split::train), "train");
-}
-
-TEST(DatasetNormalize, PerChannelMeanAndStd) {
-  const DatasetSpec cifar = dataset_spec("cifar10");
-  at::Tensor x = at::zeros({2, 3, 2, 2}, at::kByte);
-  x.select(1, 1).fill_(255);
-  const at::Tensor y = normalize_images(x, cifar);
-  EXPECT_EQ(y.scalar_type(), at::kFloat);
-  EXPECT_NEAR(y[0][0][0][0].item<float>(), (0.0 - 0.4914) / 0.2470, 1e-5);
-  EXPECT_NEAR(y[1][1][1][1].item<float>(), (1.0 - 0.4822) / 0.2435, 1e-5);
-  EXPECT_NEAR(y[1][2][0][1].item<float>(), (0.0 - 0.4465) / 0.2616, 1e-5);
-}
-
-TEST(DatasetNormalize, SubsetByIndex) {
-  ScopedEnv env("DPSTUDY_DATA_DIR", nullptr);
-  ScratchDir a;
-  write_fixtures(a.str(), {20, 10, 1, false});
-  const Dataset d = load_dataset("mnist", Split::train, {a.str()});
-  const at::Tensor idx = at::tensor({3, 0, 7}, at::kLong);
-  const at::Tensor sub = d.normalized(idx);
-  EXPECT_EQ(sub.sizes(), (std::vector<std::int64_t>{3, 1, 28, 28}));
-  EXPECT_TRUE(at::allclose(sub[0], d.normalized()[3]));
-  EXPECT_TRUE(at::allclose(sub[2], d.normalized()[7]));
 }

@@ -17,6 +17,7 @@
 #include "dpstudy/fixtures.hpp"
 #include "dpstudy/manifest.hpp"
 #include "dpstudy/runtime_info.hpp"
+#include "dpstudy/trainer.hpp"
 
 namespace po = boost::program_options;
 using namespace dpstudy;
@@ -93,7 +94,8 @@ int summary(std::vector<std::string> names, const std::string& data_dir, bool ve
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       double bytes = 0;
       for (const auto& f : ds.files) bytes += double(f.bytes);
-      const at::Tensor x = ds.images.to(at::kFloat).div_(255.0);
+      const at::Tensor images = image_tensor(ds);
+      const at::Tensor x = images.to(at::kFloat).div_(255.0);
       const at::Tensor mean = x.mean({0, 2, 3}), stdev = x.std({0, 2, 3});
       std::string means, stds;
       char buf[32];
@@ -103,14 +105,14 @@ int summary(std::vector<std::string> names, const std::string& data_dir, bool ve
         std::snprintf(buf, sizeof buf, "%s%.4f", c ? "," : "", stdev[c].item<double>());
         stds += buf;
       }
-      const at::Tensor counts = at::bincount(ds.labels, {}, spec.classes);
+      const at::Tensor counts = at::bincount(at::tensor(at::ArrayRef<std::int64_t>(ds.labels)), {}, spec.classes);
       std::snprintf(buf, sizeof buf, "%lld..%lld", (long long)counts.min().item<std::int64_t>(),
                     (long long)counts.max().item<std::int64_t>());
       const std::string shape = std::to_string(spec.channels) + "x" + std::to_string(spec.height) +
                                 "x" + std::to_string(spec.width);
       std::printf("  %-13s %-5s %7lld %-8s %7d %9d %9d %-22s %-22s %-11s %9.1f %11.1f %-10s %s\n",
                   name.c_str(), to_string(split).c_str(), (long long)ds.size(), shape.c_str(),
-                  spec.classes, ds.images.min().item<int>(), ds.images.max().item<int>(),
+                  spec.classes, images.min().item<int>(), images.max().item<int>(),
                   means.c_str(), stds.c_str(), buf, secs * 1e3, bytes / 1e6 / secs,
                   verify ? digest_status(ds, manifest).c_str() : "-", ds.dir.c_str());
       ++loaded;

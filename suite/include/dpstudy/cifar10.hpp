@@ -4,9 +4,9 @@
 // images, test_batch.bin the 10,000 test images.
 #pragma once
 
-#include <ATen/core/Tensor.h>
-
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dpstudy/file_io.hpp"
 
@@ -15,8 +15,8 @@ namespace dpstudy {
 constexpr int kCifarRecordBytes = 1 + 3 * 32 * 32;
 
 struct CifarBatch {
-  at::Tensor images;  // uint8 [N, 3, 32, 32], contiguous
-  at::Tensor labels;  // int64 [N]
+  std::vector<std::uint8_t> images;  // [N, 3, 32, 32], row-major
+  std::vector<std::int64_t> labels;  // [N]
   FileRecord file;
 };
 

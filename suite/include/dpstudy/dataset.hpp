@@ -1,8 +1,7 @@
 // Named datasets (mnist, fashion-mnist, cifar10): where their files are looked
-// for, and loading a whole split into one contiguous uint8 tensor.
+// for, and loading a whole split into one array of bytes, without LibTorch (the
+// engine makes tensors of it: prepare_data, trainer.hpp).
 #pragma once
-
-#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <string>
@@ -46,23 +45,16 @@ struct Dataset {
   const DatasetSpec* spec = nullptr;
   Split split = Split::train;
   std::string dir;
-  at::Tensor images;  // uint8 [N, C, H, W], contiguous, as stored
-  at::Tensor labels;  // int64 [N]
+  std::vector<std::uint8_t> images;  // [N, C, H, W] row-major, as stored
+  std::vector<std::int64_t> labels;  // [N], each in 0..classes-1
   std::vector<FileRecord> files;
 
-  std::int64_t size() const { return labels.size(0); }
-  // Float32 [N, C, H, W] (or [index.size(0), ...] for a subset), normalised
-  // with the spec's per-channel mean and std. Computed on demand.
-  at::Tensor normalized() const;
-  at::Tensor normalized(const at::Tensor& index) const;
+  std::int64_t size() const { return std::int64_t(labels.size()); }
 };
 
 // Loads and checks a whole split: dimensions against the spec, equal image and
 // label counts, labels in 0..classes-1; with `verify`, digests against the
 // manifest. Every problem is a DataError naming the file.
 Dataset load_dataset(const std::string& name, Split split, const LoadOptions& options = {});
-
-// Per-channel normalisation of a uint8 [N, C, H, W] tensor (see DatasetSpec).
-at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec);
 
 }  // namespace dpstudy

@@ -3,8 +3,6 @@
 // followed by the array. Only unsigned-byte arrays (type 0x08) are used.
 #pragma once
 
-#include <ATen/core/Tensor.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,7 +13,7 @@ namespace dpstudy {
 
 struct IdxArray {
   std::vector<std::int64_t> dims;
-  at::Tensor data;  // uint8, shape `dims`, contiguous
+  std::vector<std::uint8_t> data;  // the array, row-major, `dims`
   FileRecord file;
 };
 

@@ -32,6 +32,10 @@ struct TrainingData {
 };
 // Normalises and places the data on `device` (CPU, or the process's GPU).
 TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device = at::kCPU);
+// A split's bytes as a uint8 [N, C, H, W] tensor that shares them (valid while `d` lives).
+at::Tensor image_tensor(const Dataset& d);
+// Per-channel normalisation of a uint8 [N, C, H, W] tensor (see DatasetSpec).
+at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec);
 
 // How a process spreads its threads (docs/engine.md#threads).
 //   workers:    its workers step side by side, one thread each; every tensor
