@@ -90,7 +90,8 @@ void print_result(const RunResult& r) {
 // cpu, or the GPU of this process's local rank when there is one (auto) or
 // when asked (cuda; an error without one).
 at::Device resolve_device(const std::string& name, int local_rank) {
-  if (name == "cpu" || !DPSTUDY_CUDA) return at::kCPU;  // a name or a cuda this build lacks: read_request
+  // The name, and cuda on a build without it, were refused with the other options (command_line.cpp).
+  if (name == "cpu" || !DPSTUDY_CUDA) return at::kCPU;
   const int gpus = at::hasCUDA() ? at::detail::getCUDAHooks().getNumGPUs() : 0;
   if (gpus == 0) {
     if (name == "cuda") {

@@ -6,8 +6,8 @@
 // dpstudy_add_workload(<name> main.cpp MODEL model.cpp) makes two programs of
 // them. dpstudy-<name> (main.cpp linked with dpstudy::front) reads and checks
 // the command line and the study without LibTorch, whose loading takes most of
-// a second: --help, --version and every refusal of an option or a study come
-// at once. Then it replaces itself (exec) with dpstudy-<name>-engine (both
+// a second: --help, --version and a refused option value or study file come at
+// once. Then it replaces itself (exec) with dpstudy-<name>-engine (both
 // files, linked with dpstudy::dpstudy), which reads them again and does the
 // work. Adding a workload is that folder and one line add_subdirectory(<folder>)
 // in workloads/CMakeLists.txt.
