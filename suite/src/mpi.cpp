@@ -6,8 +6,10 @@
 #include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support
 #endif
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "dpstudy/runtime_info.hpp"
 
@@ -91,7 +93,13 @@ Session::~Session() {
 void Session::abort(const std::string& message, int code) const {
   std::fprintf(stderr, "%s\n", message.c_str());
   std::fflush(nullptr);
-  if (active_) MPI_Abort(MPI_COMM_WORLD, code);
+  if (active_) {
+    // Open MPI 5 prints its abort banner through another channel than this
+    // process's stderr: at once, it lands in the middle of a long message
+    // (seen on Debian 13). A moment lets the message through whole.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
   std::exit(code);
 }
 
