@@ -7,7 +7,6 @@
 #include <boost/program_options/errors.hpp>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -25,9 +24,8 @@ namespace dpstudy {
 namespace {
 
 std::string own_folder(const char* argv0) {
-  char exe[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  const std::string path = n > 0 ? std::string(exe, std::size_t(n)) : std::string(argv0 ? argv0 : "");
+  const std::string exe = executable_path();
+  const std::string path = !exe.empty() ? exe : std::string(argv0 ? argv0 : "");
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }

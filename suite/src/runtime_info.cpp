@@ -95,12 +95,15 @@ std::string torch_version() { return TORCH_VERSION; }
 
 std::string software_stack() { return "LibTorch " + torch_version() + ", " + blas_info().build; }
 
-std::string installed_share_dir() {
+std::string executable_path() {
   char exe[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return "";
-  exe[n] = '\0';
-  std::string dir(exe);
+  return n > 0 ? std::string(exe, std::size_t(n)) : std::string();
+}
+
+std::string installed_share_dir() {
+  std::string dir = executable_path();
+  if (dir.empty()) return "";
   // <prefix>/bin/dpstudy-x -> <prefix>; a workload's engine is one folder deeper,
   // <prefix>/libexec/dpstudy/dpstudy-x-engine (workload.hpp).
   const bool engine = dir.size() > 7 && dir.compare(dir.size() - 7, 7, "-engine") == 0;

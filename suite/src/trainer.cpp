@@ -36,6 +36,8 @@ at::Tensor image_tensor(const Dataset& d) {
                        at::kByte);
 }
 
+at::Tensor label_tensor(const Dataset& d) { return at::tensor(at::ArrayRef<std::int64_t>(d.labels), at::kLong); }
+
 at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec) {
   const auto c = std::int64_t(spec.mean.size());
   at::Tensor mean = at::tensor(std::vector<float>(spec.mean.begin(), spec.mean.end())).view({1, c, 1, 1});
@@ -44,15 +46,12 @@ at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec
 }
 
 TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device) {
-  auto labels = [&](const Dataset& s) {
-    return at::tensor(at::ArrayRef<std::int64_t>(s.labels), at::kLong).to(device);
-  };
   TrainingData d;
   d.spec = train.spec;
   d.train_x = normalize_images(image_tensor(train), *train.spec).to(device);
-  d.train_y = labels(train);
+  d.train_y = label_tensor(train).to(device);
   d.test_x = normalize_images(image_tensor(test), *test.spec).to(device);
-  d.test_y = labels(test);
+  d.test_y = label_tensor(test).to(device);
   d.files = train.files;
   d.files.insert(d.files.end(), test.files.begin(), test.files.end());
   return d;

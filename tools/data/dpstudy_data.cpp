@@ -105,7 +105,7 @@ int summary(std::vector<std::string> names, const std::string& data_dir, bool ve
         std::snprintf(buf, sizeof buf, "%s%.4f", c ? "," : "", stdev[c].item<double>());
         stds += buf;
       }
-      const at::Tensor counts = at::bincount(at::tensor(at::ArrayRef<std::int64_t>(ds.labels)), {}, spec.classes);
+      const at::Tensor counts = at::bincount(label_tensor(ds), {}, spec.classes);
       std::snprintf(buf, sizeof buf, "%lld..%lld", (long long)counts.min().item<std::int64_t>(),
                     (long long)counts.max().item<std::int64_t>());
       const std::string shape = std::to_string(spec.channels) + "x" + std::to_string(spec.height) +

@@ -24,6 +24,8 @@ std::string torch_version();
 // "LibTorch 2.6.0, OpenBLAS 0.3.29 ... Cooperlake ...": what decides a run's bits besides
 // dpstudy and the config, in the words of run files' provenance (libtorch, blas_build).
 std::string software_stack();
+// The running executable's path, from /proc/self/exe ("" where that is unreadable).
+std::string executable_path();
 // <prefix>/share/dpstudy for the running executable (<prefix>/bin/..., or a
 // workload's engine in <prefix>/libexec/dpstudy/), found from /proc/self/exe so that an installed tree can be moved; "" if not there.
 std::string installed_share_dir();

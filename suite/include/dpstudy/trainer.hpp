@@ -34,6 +34,8 @@ struct TrainingData {
 TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device = at::kCPU);
 // A split's bytes as a uint8 [N, C, H, W] tensor that shares them (valid while `d` lives).
 at::Tensor image_tensor(const Dataset& d);
+// Its labels as an int64 [N] tensor of their own.
+at::Tensor label_tensor(const Dataset& d);
 // Per-channel normalisation of a uint8 [N, C, H, W] tensor (see DatasetSpec).
 at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec);
 
