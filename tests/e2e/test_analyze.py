@@ -587,6 +587,27 @@ class Analyze(TempFolderTest):
                                                              "--format", "csv"))))
         self.assertEqual([r["batch_size"] for r in rows], ["5", "10", "20"])
         self.assertNotIn("the trials of a group", out)  # batch sizes and seeds only
+        # Measured time to the target: each run's train time_s at the first evaluated step reaching it,
+        # read here from the run files themselves.
+        reached = {}
+        for path in glob.glob(os.path.join(self.batch, "runs", "*.h5")):
+            with h5py.File(path, "r") as f:
+                steps, acc = f["eval"]["step"][()], f["eval"]["test_accuracy"][()]
+                first = next((int(s) for s, a in zip(steps, acc) if a >= 0.5), None)
+                if first is not None:
+                    reached.setdefault(str(f["config"].attrs["batch_size"]), []).append(
+                        float(f["train"]["time_s"][first - 1]))
+        self.assertTrue(reached, "no run reached 0.5: the test checks nothing")
+        for row in rows:
+            times = sorted(reached.get(row["batch_size"], []))
+            self.assertEqual(int(row["reached"]), len(times))
+            if not times:
+                self.assertEqual((row["fastest time (s)"], row["median time (s)"]), ("-", "-"))
+                continue
+            median = (times[(len(times) - 1) // 2] + times[len(times) // 2]) / 2
+            self.assertAlmostEqual(float(row["fastest time (s)"]), times[0], delta=1e-3 * times[0])
+            self.assertAlmostEqual(float(row["median time (s)"]), median, delta=1e-3 * median)
+        self.assertIn("time: measured, each reaching trial's wall clock", out)
         # The best is taken over a group's trials: a key other than a metaparameter (here
         # sync_period) varying within a group is told; it was pooled silently.
         out = self.analyze("steps-to-result", self.main, "--target", "0.5", "--by", "overlap", "--where", "lr=0.05")

@@ -96,6 +96,8 @@ struct Reach {
   std::int64_t trials = 0, reached = 0;
   double best = std::nan(""), median = std::nan("");
   double best_lr = std::nan("");  // the learning rate of the best trial
+  // Measured: each reaching trial's wall clock when it finished that step (train time_s).
+  double fastest_s = std::nan(""), median_s = std::nan("");
 };
 std::vector<Reach> reach_of(const Runs& r, const Options& o);
 // The trials of a group are meant to differ in their metaparameters only (learning

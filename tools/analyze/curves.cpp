@@ -19,6 +19,20 @@
 
 namespace dpstudy::analyze {
 
+namespace {
+
+// The run's wall clock when it finished training step `step` (1-based), from its
+// train series time_s `t`: the evaluations before that step included.
+double time_at_step(const Run& run, const std::vector<double>& t, double step) {
+  if (!(step >= 1 && step <= double(t.size()))) {
+    throw Error(run.file + ": eval/step " + format_number(step) + " is not a training step (1 to " +
+                std::to_string(t.size()) + "; a damaged or edited run file)");
+  }
+  return t[std::size_t(step) - 1];
+}
+
+}  // namespace
+
 std::vector<Curve> curves_of(const Runs& r, const Options& o) {
   if (o.x != "step" && o.x != "epoch" && o.x != "samples" && o.x != "time_s") {
     throw ConfigError("x", o.x, "is not one of: step, epoch, samples, time_s");
@@ -37,11 +51,8 @@ std::vector<Curve> curves_of(const Runs& r, const Options& o) {
       } else if (o.x == "time_s") {
         const auto t = series(*run, "time_s", true);
         for (std::size_t i = 0; i < x.size(); ++i) {
-          if (!(x[i] >= 1 && x[i] <= double(t.size()))) {
-            throw Error(run->file + ": eval/step " + format_number(x[i]) + " is not a training step (1 to " +
-                        std::to_string(t.size()) + "; a damaged or edited run file)");
-          }
-          if (i < y.size() && std::isfinite(y[i])) seconds[x[i]].push_back(t[std::size_t(x[i]) - 1]);
+          const double s = time_at_step(*run, t, x[i]);
+          if (i < y.size() && std::isfinite(y[i])) seconds[x[i]].push_back(s);
         }
       }
       for (std::size_t i = 0; i < y.size(); ++i) at[x[i]].push_back(y[i]);
@@ -112,8 +123,9 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o) {
   const bool lower_is_better = o.series.find("loss") != std::string::npos;
   std::vector<Reach> out;
   for (const Group& g : group_runs(r, o.by, true)) {
-    Reach rc{g.key_values, 0, 0, std::nan(""), std::nan("")};
-    std::vector<double> steps;
+    Reach rc;
+    rc.key_values = g.key_values;
+    std::vector<double> steps, seconds;
     for (const Run* run : g.runs) {
       ++rc.trials;
       if (!run->completed()) continue;  // diverged: infeasible
@@ -123,6 +135,7 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o) {
       const std::int64_t first = first_reaching(step_numbers, y, o.target, lower_is_better);
       if (first < 0) continue;
       steps.push_back(double(first));
+      seconds.push_back(time_at_step(*run, series(*run, "time_s", true), double(first)));
       if (std::isnan(rc.best) || double(first) < rc.best) {
         rc.best = double(first);
         const auto lr = run->numbers.find("lr");
@@ -130,7 +143,11 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o) {
       }
     }
     rc.reached = std::int64_t(steps.size());
-    if (!steps.empty()) rc.median = stats::describe(steps).median;
+    if (!steps.empty()) {
+      rc.median = stats::describe(steps).median;
+      rc.fastest_s = *std::min_element(seconds.begin(), seconds.end());
+      rc.median_s = stats::describe(seconds).median;
+    }
     out.push_back(rc);
   }
   return out;
@@ -196,7 +213,10 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
   t.title = "steps to " + o.series + (o.series.find("loss") != std::string::npos ? " <= " : " >= ") + num(o.target) +
             " (first evaluated step; Shallue et al. 2018)";
   t.headers = o.by;
-  for (const char* h : {"trials", "reached", "fraction", "best (steps)", "median (steps)"}) t.headers.push_back(h);
+  for (const char* h :
+       {"trials", "reached", "fraction", "best (steps)", "median (steps)", "fastest time (s)", "median time (s)"}) {
+    t.headers.push_back(h);
+  }
   const bool scaling = o.by.size() == 1;
   double x0 = std::nan(""), s0 = std::nan("");
   if (!o.throughput.empty()) {
@@ -219,7 +239,7 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
     std::vector<std::string> row = rc.key_values;
     for (const std::string& cell : {std::to_string(rc.trials), std::to_string(rc.reached),
                                     num(rc.trials ? double(rc.reached) / double(rc.trials) : std::nan("")),
-                                    num(rc.best, 8), num(rc.median, 8)}) {
+                                    num(rc.best, 8), num(rc.median, 8), num(rc.fastest_s), num(rc.median_s)}) {
       row.push_back(cell);
     }
     if (!o.throughput.empty()) {
@@ -246,6 +266,10 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
     t.rows.push_back(row);
   }
   if (const std::string note = trials_pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);
+  t.notes.push_back(
+      "time: measured, each reaching trial's wall clock when it finished that step (train time_s, the evaluations "
+      "before it included), on the processes and threads it ran with (simulated workers share one process); the "
+      "fastest trial need not be the best in steps");
   if (!o.throughput.empty()) {
     t.notes.push_back("est. time to result = best steps / steps per second measured by --mode throughput (" +
                       o.throughput + "); evaluation time not included");
