@@ -18,7 +18,8 @@ SOURCE, TORCH_DIR, HAS_CUDA = sys.argv[1], sys.argv[2], sys.argv[3] == "ON"
 PACKAGE = os.path.join(SOURCE, "spack-repo", "spack_repo", "dpstudy", "packages", "dpstudy", "package.py")
 # Variants a base class brings: CudaPackage's cuda (cuda_arch goes to py-torch, not to CMake).
 INHERITED = {"cuda"}
-NOT_MAPPED = {"cuda_arch", "build_type", "generator", "ipo", "build_system"}
+# plots: a run dependency (gnuplot) only, nothing to build.
+NOT_MAPPED = {"cuda_arch", "build_type", "generator", "ipo", "build_system", "plots"}
 
 
 def package_facts():
@@ -64,6 +65,19 @@ class SpackPackage(unittest.TestCase):
         with tempfile.TemporaryDirectory(prefix="dpstudy-variant-") as build:
             return subprocess.run(["cmake", "-S", SOURCE, "-B", build, f"-DTorch_DIR={TORCH_DIR}",
                                    *defs], capture_output=True, text=True, timeout=600)
+
+    def test_plots_bring_gnuplot_with_cairo(self):
+        # dpstudy-analyze plot writes PNG through gnuplot's pngcairo terminal (tools/analyze/output.cpp).
+        with open(PACKAGE) as f:
+            tree = ast.parse(f.read(), PACKAGE)
+        deps = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "depends_on" and node.args:
+                keywords = {k.arg: getattr(k.value, "value", None) for k in node.keywords}
+                deps[getattr(node.args[0], "value", None)] = keywords
+        self.assertEqual(deps.get("gnuplot+cairo"), {"when": "+plots", "type": "run"})
+        with open(os.path.join(SOURCE, "tools", "analyze", "output.cpp")) as f:
+            self.assertIn("pngcairo", f.read())
 
     def test_a_configure_reads_every_variants_option(self):
         _, mapping, _ = package_facts()

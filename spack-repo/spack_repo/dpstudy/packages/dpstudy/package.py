@@ -27,12 +27,14 @@ class Dpstudy(CMakePackage, CudaPackage):
     version("main", branch="main")
     version("0.1.0", tag="v0.1.0")
 
-    # Each variant is exactly one DPSTUDY_ CMake option (tests/e2e/test_spack_package.py
+    # Each variant but `plots` is exactly one DPSTUDY_ CMake option (tests/e2e/test_spack_package.py
     # checks that CMakeLists.txt reads every one). `cuda` and `cuda_arch` come from
     # CudaPackage; cuda maps to DPSTUDY_WITH_CUDA.
     variant("mpi", default=True, description="MPI communicator: runs packed over mpirun/srun processes")
     variant("tests", default=False, description="Build the CTest suite (unit, e2e, mpi)")
     variant("benchmarks", default=False, description="Build the Google Benchmark micro-benchmarks")
+    # The one variant without a CMake option: what `dpstudy-analyze plot` runs.
+    variant("plots", default=True, description="gnuplot (with cairo, for PNG) for dpstudy-analyze plot and report")
 
     # Compilers are dependencies from Spack v1.0 on (the c and cxx virtuals); Spack
     # 0.x before 0.23 does not know those virtuals and fails its audit on them.
@@ -59,6 +61,8 @@ class Dpstudy(CMakePackage, CudaPackage):
 
     # Every workload's throughput mode (--mode throughput) runs on Google Benchmark.
     depends_on("benchmark@1.5:", type=("build", "link"))
+    # dpstudy-analyze plot writes PNG through gnuplot's pngcairo terminal (SVG needs no cairo).
+    depends_on("gnuplot+cairo", when="+plots", type="run")
     depends_on("googletest", when="+tests", type=("build", "link"))
     # The e2e tests read results with h5py and pandas and check statistics against scipy and statsmodels.
     depends_on("python@3.8:", when="+tests", type="test")
