@@ -617,6 +617,40 @@ class Analyze(TempFolderTest):
                            "lr=0.05", "--output", os.path.join(self.tmp, "steps-pooled.png"))
         self.assertIn("pooled over sync_period (1, 4)", out)
 
+    def test_goal_metrics_leave_out_runs_that_never_reached_the_goal(self):
+        # A run that never reaches its goal records steps_to_goal -1 and time_to_goal_s 0: neither is a
+        # step or a time, and as numbers they made such runs look fastest.
+        subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--epochs", "1", "--output", self.tmp,
+                        "--quiet", "--workers", "2", "--eval_every", "2", "--name", "goal", "--batch_size", "10",
+                        "--lr", "0.05,0.000001", "--goal_error", "0.5", "--seeds", "2"],
+                       check=True, stdout=subprocess.DEVNULL)
+        folder = os.path.join(self.tmp, "goal")
+        reached = {}
+        for path in glob.glob(os.path.join(folder, "runs", "*.h5")):
+            with h5py.File(path, "r") as f:
+                steps = int(f["summary"].attrs["steps_to_goal"])
+                reached.setdefault(float(f["config"].attrs["lr"]), []).append(
+                    float(f["summary"].attrs["time_to_goal_s"]) if steps >= 0 else None)
+        self.assertEqual(reached[1e-6], [None, None], "a rate of 1e-6 reached 50 % accuracy: the test checks nothing")
+        self.assertTrue(all(t is not None for t in reached[0.05]))
+        text = self.analyze("summary", folder, "--by", "lr", "--metric", "time_to_goal_s")
+        self.assertIn("time_to_goal_s: 2 of the 4 completed runs never reached their goal (goal_error) and are left "
+                      "out", text)
+        self.assertIn("lr=1e-06: 2 of its 2 run(s) never reached the goal", text)
+        rows = {r["lr"]: r for r in csv.DictReader(io.StringIO(
+            self.analyze("summary", folder, "--by", "lr", "--metric", "time_to_goal_s", "--format", "csv")))}
+        self.assertEqual((rows["1e-06"]["n"], rows["1e-06"]["mean (s)"]), ("0", "-"))
+        self.assertEqual(rows["0.05"]["n"], "2")
+        mean = sum(reached[0.05]) / 2
+        self.assertAlmostEqual(float(rows["0.05"]["mean (s)"]), mean, delta=1e-3 * mean)
+        runs = list(csv.DictReader(io.StringIO(self.analyze("runs", folder, "--by", "lr,seed", "--metric",
+                                                            "steps_to_goal", "--format", "csv"))))
+        self.assertEqual(sorted(r["steps_to_goal (step)"] for r in runs if r["lr"] == "1e-06"), ["-", "-"])
+        # Studies without a goal have no such metric to analyse.
+        err = self.analyze("compare", self.batch, "--factor", "batch_size", "--metric", "steps_to_goal", status=2)
+        self.assertIn("metric 'steps_to_goal': none of the 6 completed runs set a goal (goal_error is 0 in each)",
+                      err)
+
     def test_curves_against_samples_and_time(self):
         # Against samples: each evaluation's step times workers x batch_size. Against time: the values of a
         # step pooled as against steps, at the mean time its runs reached it (runs never reach a step at the

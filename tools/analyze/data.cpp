@@ -114,6 +114,52 @@ std::vector<std::string> varying_run_keys(const Runs& r) {
   return out;
 }
 
+bool is_goal_metric(const std::string& metric) { return metric == "steps_to_goal" || metric == "time_to_goal_s"; }
+
+namespace {
+
+// A run file records steps_to_goal -1 and time_to_goal_s 0 when the run never reached its goal.
+bool reached_goal(const Run& run) {
+  const auto s = run.numbers.find("steps_to_goal");
+  return s == run.numbers.end() || s->second >= 0;
+}
+
+bool set_goal(const Run& run) {
+  const auto e = run.numbers.find("goal_error");
+  return e == run.numbers.end() || e->second > 0;
+}
+
+}  // namespace
+
+void require_goal(const Runs& r, const std::string& metric) {
+  if (!is_goal_metric(metric)) return;
+  std::size_t completed = 0;
+  for (const Run& run : r.runs) {
+    if (!run.completed()) continue;
+    ++completed;
+    if (set_goal(run)) return;
+  }
+  if (completed == 0) return;  // told per group: no completed run
+  throw UsageError("metric '" + metric + "': none of the " + std::to_string(completed) +
+                   " completed runs set a goal (goal_error is 0 in each): train with goal_error E (docs/engine.md), "
+                   "or ask steps-to-result --target T for a goal chosen afterwards");
+}
+
+std::string goal_note(const Runs& r, const std::string& metric) {
+  if (!is_goal_metric(metric)) return "";
+  std::size_t completed = 0, missed = 0;
+  for (const Run& run : r.runs) {
+    if (!run.completed()) continue;
+    ++completed;
+    if (!reached_goal(run)) ++missed;
+  }
+  if (missed == 0) return "";
+  return metric + ": " + std::to_string(missed) + " of the " + std::to_string(completed) +
+         " completed runs never reached their goal (goal_error) and are left out (their files hold -1 and 0: "
+         "not a step or a time), so these are the statistics of the runs that reached it, and a setting that "
+         "reaches it less often can look faster; steps-to-result --target gives the fraction that reached a target";
+}
+
 std::string pooled_note(const Runs& r, const std::vector<std::string>& held) {
   std::string varying;
   for (const std::string& k : r.config_keys) {
@@ -231,7 +277,8 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
                        (near.empty() ? "; numeric columns: " : " Numeric columns: ") + all +
                        "; or a series at a point, e.g. test_accuracy@epoch=1");
     }
-    for (const Run* run : runs) out.push_back(run->numbers.at(metric));
+    const bool goal = is_goal_metric(metric);
+    for (const Run* run : runs) out.push_back(goal && !reached_goal(*run) ? std::nan("") : run->numbers.at(metric));
     return out;
   }
   const std::string name = metric.substr(0, at), point = metric.substr(at + 1);

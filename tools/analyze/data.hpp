@@ -70,6 +70,13 @@ std::string pooled_note(const Runs& r, const std::vector<std::string>& held);
 // metrics that exist when it names none.
 std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric);
 std::string metric_unit(const Runs& r, const std::string& metric);
+// steps_to_goal and time_to_goal_s: a run's values where it reached its goal (goal_error),
+// NaN where it never did (its files hold -1 and 0 then: a time to a goal not reached is
+// unknown, not 0). require_goal: a UsageError when no completed run set a goal; goal_note:
+// how many completed runs never reached theirs (empty when none, or another metric).
+bool is_goal_metric(const std::string& metric);
+void require_goal(const Runs& r, const std::string& metric);
+std::string goal_note(const Runs& r, const std::string& metric);
 // The values a quantity of this unit can take: [0, 1] for a fraction, [0, inf)
 // for times, rates, counts, sizes, losses and norms, else (-inf, inf). Plots cut
 // their bands there; a t interval of few seeds can reach past them.

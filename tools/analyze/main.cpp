@@ -184,6 +184,7 @@ int main(int argc, char** argv) {
     // A factor of one level (a key the study did not sweep, or --where kept one) compares nothing.
     if ((o.command == "compare" || o.command == "power") && !o.factor.empty()) require_levels(r, {o.factor}, "--factor");
     if (o.command == "anova" && o.factors.size() >= 2) require_levels(r, o.factors, "--factors");
+    if (reads_option(o.command, o.kind, "metric")) require_goal(r, o.metric);
     if (o.command == "summary") {
       print(summary(r, o), format);
     } else if (o.command == "compare") {

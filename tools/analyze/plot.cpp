@@ -235,6 +235,9 @@ std::string plot(const Runs& r, const Options& o) {
     const bool trials = o.kind == "steps" || o.kind == "best_lr";
     const std::string note = trials ? trials_pooled_note(r, o.by) : pooled_note(r, o.by);
     if (!note.empty()) std::printf("# %s\n", note.c_str());
+    if (o.kind == "summary") {
+      if (const std::string goal = goal_note(r, o.metric); !goal.empty()) std::printf("# %s\n", goal.c_str());
+    }
   }
   return cut;
 }

@@ -1,6 +1,7 @@
 // dpstudy-analyze runs: one row per run read (after --where), for a look at
 // what a study holds or a spreadsheet (--format csv).
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "commands.hpp"
@@ -52,6 +53,9 @@ std::vector<Table> runs(const Runs& r, const Options& o) {
     t.rows.push_back(row);
   }
   if (keys.empty()) t.notes.push_back("no run key differs between these runs (--by names the columns to show)");
+  if (is_goal_metric(o.metric) && std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) {
+    t.notes.push_back(o.metric + " -: the run never reached its goal (its file holds -1 and 0)");
+  }
   return {t};
 }
 

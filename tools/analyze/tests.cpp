@@ -31,7 +31,10 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
     for (double v : {d.mean, d.sd, d.sem, d.ci_low, d.ci_high, d.median, d.min, d.max}) row.push_back(num(v));
     t.rows.push_back(row);
     const std::string name = label(o.by, g.key_values);
-    if (d.n == 0 && !g.runs.empty()) {
+    if (is_goal_metric(o.metric) && std::size_t(d.n) < g.runs.size()) {
+      t.notes.push_back(name + ": " + std::to_string(g.runs.size() - std::size_t(d.n)) + " of its " +
+                        std::to_string(g.runs.size()) + " run(s) never reached the goal");
+    } else if (d.n == 0 && !g.runs.empty()) {
       t.notes.push_back(name + ": no value of " + o.metric + " in its " + std::to_string(g.runs.size()) +
                         " completed run(s)");
     } else if (d.n == 0) {
@@ -41,6 +44,7 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
     if (d.n > 1 && d.sd == 0) t.notes.push_back(name + ": every value is the same");
   }
   if (const std::string note = pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);
+  if (const std::string note = goal_note(r, o.metric); !note.empty()) t.notes.push_back(note);
   return {t};
 }
 
@@ -262,6 +266,7 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   std::vector<std::string> held = o.within;
   held.push_back(o.factor);
   if (const std::string note = pooled_note(r, held); !note.empty()) omni.notes.push_back(note);
+  if (const std::string note = goal_note(r, o.metric); !note.empty()) omni.notes.push_back(note);
   return {omni, pw};
 }
 
@@ -327,6 +332,7 @@ std::vector<Table> anova(const Runs& r, const Options& o) {
   std::vector<std::string> held = o.within;
   held.insert(held.end(), o.factors.begin(), o.factors.end());
   if (const std::string note = pooled_note(r, held); !note.empty()) t.notes.push_back(note);
+  if (const std::string note = goal_note(r, o.metric); !note.empty()) t.notes.push_back(note);
   return {t};
 }
 
@@ -379,6 +385,7 @@ std::vector<Table> power(const Runs& r, const Options& o) {
   std::vector<std::string> held = o.within;
   held.push_back(o.factor);
   if (const std::string note = pooled_note(r, held); !note.empty()) t.notes.push_back(note);
+  if (const std::string note = goal_note(r, o.metric); !note.empty()) t.notes.push_back(note);
   return {t};
 }
 
