@@ -613,9 +613,17 @@ class Analyze(TempFolderTest):
         out = self.analyze("steps-to-result", self.main, "--target", "0.5", "--by", "overlap", "--where", "lr=0.05")
         self.assertIn("the trials of a group are to differ in their metaparameters only, and the best is taken over "
                       "them: pooled over sync_period (1, 4)", out)
-        out = self.analyze("plot", self.main, "--kind", "steps", "--target", "0.5", "--by", "overlap", "--where",
+        # Perfect scaling and the regimes are the global batch's: not columns against overlap (log2 of 0
+        # was -inf, and "steps halve when overlap doubles" meant nothing), nor a plot.
+        self.assertNotIn("perfect scaling", out)
+        self.assertIn("best trial lr", out)
+        err = self.analyze("plot", self.main, "--kind", "steps", "--target", "0.5", "--by", "overlap", "--output",
+                           os.path.join(self.tmp, "steps-overlap.png"), status=2)
+        self.assertIn("--by: 'overlap' is not a batch size: plot --kind steps draws against batch_size, global_batch "
+                      "or workers", err)
+        out = self.analyze("plot", self.main, "--kind", "steps", "--target", "0.5", "--by", "batch_size", "--where",
                            "lr=0.05", "--output", os.path.join(self.tmp, "steps-pooled.png"))
-        self.assertIn("pooled over sync_period (1, 4)", out)
+        self.assertIn("pooled over overlap (0, 0.5); sync_period (1, 4)", out)
 
     def test_goal_metrics_leave_out_runs_that_never_reached_the_goal(self):
         # A run that never reaches its goal records steps_to_goal -1 and time_to_goal_s 0: neither is a

@@ -100,6 +100,11 @@ struct Reach {
   double fastest_s = std::nan(""), median_s = std::nan("");
 };
 std::vector<Reach> reach_of(const Runs& r, const Options& o);
+// batch_size, global_batch and workers (at a fixed batch_size): the keys that scale the
+// global batch, against which perfect scaling and the learning-rate rules are drawn.
+bool scales_the_batch(const std::string& key);
+// plot --kind steps and best_lr: one --by key, one of those; a UsageError otherwise.
+void require_batch_key(const Options& o);
 // The trials of a group are meant to differ in their metaparameters only (learning
 // rate, momentum, ...: the best is taken over them); a note when other run keys
 // (sparsity, workers, ...) vary within a group too. Empty when none does.

@@ -115,6 +115,21 @@ std::string regime(double x0, double s0, double x1, double s1) {
   return "diminishing returns";
 }
 
+bool scales_the_batch(const std::string& key) {
+  return key == "batch_size" || key == kGlobalBatch || key == "workers";
+}
+
+void require_batch_key(const Options& o) {
+  if (o.by.size() != 1) {
+    throw UsageError("plot --kind " + o.kind + " needs one --by key (batch_size, global_batch or workers)");
+  }
+  if (!scales_the_batch(o.by[0])) {
+    throw ConfigError("by", o.by[0],
+                      "is not a batch size: plot --kind " + o.kind + " draws against batch_size, global_batch or "
+                      "workers on log2 axes (steps-to-result --by " + o.by[0] + " tabulates any key)");
+  }
+}
+
 std::vector<Reach> reach_of(const Runs& r, const Options& o) {
   if (std::isnan(o.target)) throw UsageError("steps-to-result needs --target VALUE (e.g. 0.9 for 90 % accuracy)");
   if (o.series.find("accuracy") != std::string::npos && !(o.target > 0 && o.target <= 1)) {
@@ -217,15 +232,19 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
        {"trials", "reached", "fraction", "best (steps)", "median (steps)", "fastest time (s)", "median time (s)"}) {
     t.headers.push_back(h);
   }
-  const bool scaling = o.by.size() == 1;
+  // Perfect scaling and the regimes are about the global batch: against another key (overlap,
+  // sync_period) halving the steps when the key doubles means nothing.
+  const bool one_key = o.by.size() == 1;
+  const bool scaling = one_key && scales_the_batch(o.by[0]) &&
+                       std::all_of(reach.begin(), reach.end(), [](const Reach& rc) {
+                         return std::strtod(rc.key_values[0].c_str(), nullptr) > 0;
+                       });
   double x0 = std::nan(""), s0 = std::nan("");
   if (!o.throughput.empty()) {
     for (const char* h : {"steps/s", "est. time to result (s)"}) t.headers.push_back(h);
   }
   if (scaling) {
-    for (const char* h : {"log2 x", "log2 best", "perfect scaling (steps)", "regime", "best trial lr"}) {
-      t.headers.push_back(h);
-    }
+    for (const char* h : {"log2 x", "log2 best", "perfect scaling (steps)", "regime"}) t.headers.push_back(h);
     for (const Reach& rc : reach) {
       if (!std::isnan(rc.best)) {
         x0 = std::strtod(rc.key_values[0].c_str(), nullptr);
@@ -234,6 +253,7 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
       }
     }
   }
+  if (one_key) t.headers.push_back("best trial lr");
   double prev_x = std::nan(""), prev_s = std::nan("");
   for (const Reach& rc : reach) {
     std::vector<std::string> row = rc.key_values;
@@ -259,10 +279,10 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
       row.push_back(num(std::log2(rc.best)));
       row.push_back(num(s0 * x0 / x, 6));
       row.push_back(regime(prev_x, prev_s, x, rc.best));
-      row.push_back(num(rc.best_lr));
       prev_x = x;
       prev_s = rc.best;
     }
+    if (one_key) row.push_back(num(rc.best_lr));
     t.rows.push_back(row);
   }
   if (const std::string note = trials_pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);

@@ -186,8 +186,8 @@ std::string plot(const Runs& r, const Options& o) {
            << key_placement(longest_title) << "plot ";
     for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
   } else if (o.kind == "steps") {
+    require_batch_key(o);
     const std::vector<Reach> reach = reach_of(r, o);
-    if (o.by.size() != 1) throw UsageError("plot --kind steps needs one --by key (e.g. batch_size)");
     double x0 = std::nan(""), s0 = std::nan(""), px = std::nan(""), ps = std::nan("");
     for (const Reach& rc : reach) {
       if (std::isnan(rc.best)) continue;
@@ -206,8 +206,8 @@ std::string plot(const Runs& r, const Options& o) {
            << "datafile using 1:3 with lines dt 2 lw 2 title 'perfect scaling', "
            << "datafile using 1:2:4 with labels noenhanced offset 0,1.2 font ',9' notitle";
   } else if (o.kind == "best_lr") {
+    require_batch_key(o);
     const std::vector<Reach> reach = reach_of(r, o);
-    if (o.by.size() != 1) throw UsageError("plot --kind best_lr needs one --by key (e.g. batch_size)");
     double x0 = std::nan(""), l0 = std::nan("");
     for (const Reach& rc : reach) {
       if (std::isnan(rc.best_lr)) continue;
