@@ -726,12 +726,17 @@ class Analyze(TempFolderTest):
         self.analyze("report", self.main, "--by", "overlap,sync_period", "--factor", "overlap", "--where",
                      "lr<1", "--include_diverged", "--interval", "sd", "--series", "test_loss",
                      "--baseline", "0.5", "--equivalence", "0.5", "--alpha", "0.025", "--style", "band",
-                     "--output", folder)
+                     "--target", "1.5", "--output", folder)
         with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
             text = f.read()
         commands = re.findall(r"```sh\ndpstudy-analyze (.*)\n```", text)
-        self.assertEqual([c.split()[0] for c in commands], ["summary", "anova", "compare", "plot", "plot"])
-        shown = dict(zip(["summary", "anova", "compare", "plot summary", "plot curves"], commands))
+        self.assertEqual([c.split()[0] for c in commands],
+                         ["summary", "anova", "compare", "steps-to-result", "plot", "plot"])
+        shown = dict(zip(["summary", "anova", "compare", "steps", "plot summary", "plot curves"], commands))
+        self.assertIn("## Steps and time to test_loss <= 1.5", text)
+        self.assertIn("--target 1.5 --by overlap,sync_period", shown["steps"])
+        self.assertIn("--series test_loss", shown["steps"])
+        self.assertIn("| fastest time (s) | median time (s) |", text)
         self.assertIn("--include_diverged", shown["summary"])
         self.assertIn("--baseline 0.5 --equivalence 0.5 --alpha 0.025", shown["compare"])
         self.assertIn("--interval sd", shown["plot summary"])
@@ -760,7 +765,8 @@ class Analyze(TempFolderTest):
             self.assertIn("(no table: --factors 'sync_period' has one value (1) in the 12 runs read", f.read())
         os.remove(os.path.join(folder, "report.md"))
         for args, message in ((["--factor", "ovrlap"], "--factor 'ovrlap' is not a column of the index"),
-                              (["--factor", "overlap", "--baseline", "0.7"], "--baseline: '0.7' is not a level")):
+                              (["--factor", "overlap", "--baseline", "0.7"], "--baseline: '0.7' is not a level"),
+                              (["--target", "84"], "--target: '84' must be in (0, 1]")):
             self.assertIn(message, self.analyze("report", self.main, "--by", "overlap", "--output", folder, *args,
                                                 status=2))
             self.assertFalse(os.path.exists(os.path.join(folder, "report.md")), "refused before it is begun")

@@ -99,6 +99,8 @@ struct Reach {
   // Measured: each reaching trial's wall clock when it finished that step (train time_s).
   double fastest_s = std::nan(""), median_s = std::nan("");
 };
+// A --target given, and within (0, 1] for an accuracy series; a UsageError otherwise.
+void check_target(const Options& o);
 std::vector<Reach> reach_of(const Runs& r, const Options& o);
 // batch_size, global_batch and workers (at a fixed batch_size): the keys that scale the
 // global batch, against which perfect scaling and the learning-rate rules are drawn.

@@ -130,11 +130,15 @@ void require_batch_key(const Options& o) {
   }
 }
 
-std::vector<Reach> reach_of(const Runs& r, const Options& o) {
+void check_target(const Options& o) {
   if (std::isnan(o.target)) throw UsageError("steps-to-result needs --target VALUE (e.g. 0.9 for 90 % accuracy)");
   if (o.series.find("accuracy") != std::string::npos && !(o.target > 0 && o.target <= 1)) {
     throw ConfigError("target", num(o.target), "must be in (0, 1]: " + o.series + " is a fraction (0.9 for 90 %)");
   }
+}
+
+std::vector<Reach> reach_of(const Runs& r, const Options& o) {
+  check_target(o);
   const bool lower_is_better = o.series.find("loss") != std::string::npos;
   std::vector<Reach> out;
   for (const Group& g : group_runs(r, o.by, true)) {

@@ -37,8 +37,8 @@ commands:
                    (--by global_batch: workers x batch_size, with workers swept)
   throughput       [--where K=V]: each point of --mode throughput's table (the folder's throughput.h5): samples/s,
                    steps/s, communication, memory, speed-up and efficiency over one worker
-  report           --by K1,K2 [--factor F] --output FOLDER: report.md with the summary, the factorial ANOVA,
-                   the comparisons of F and the figures, each with its command
+  report           --by K1,K2 [--factor F] [--target T] --output FOLDER: report.md with the summary, the
+                   factorial ANOVA, the comparisons of F, steps and time to T, the figures, each with its command
   plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command);
                    --kind scaling [--by K]: samples/s against workers from throughput tables, with linear scaling
 
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
         "power", po::value(&o.power)->default_value(0.8, "0.8"), "power: required power")(
         "series", po::value(&o.series)->default_value(o.series), "curves / steps-to-result: eval series")(
         "x", po::value(&o.x)->default_value(o.x), "curves: step, epoch, samples or time_s")(
-        "target", po::value(&o.target), "steps-to-result: the goal value of the series")(
+        "target", po::value(&o.target), "steps-to-result, report: the goal value of the series")(
         "throughput", po::value(&o.throughput),
         "steps-to-result: a throughput.h5 of --mode throughput; adds steps/s and the estimated time to result")(
         "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, steps, best_lr or scaling")(

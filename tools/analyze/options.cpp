@@ -14,7 +14,7 @@ namespace {
 
 // Option -> the commands reading it; "plot:K" is plot --kind K. --where is
 // read by all. report reads what it hands to its parts (summary, anova,
-// compare, the summary and curves figures).
+// compare, steps-to-result, the summary and curves figures).
 const std::map<std::string, std::set<std::string>>& readers() {
   static const std::map<std::string, std::set<std::string>> table = {
       {"by", {"runs", "summary", "curves", "steps-to-result", "report", "plot:summary", "plot:curves", "plot:steps",
@@ -33,7 +33,7 @@ const std::map<std::string, std::set<std::string>>& readers() {
       {"power", {"power"}},
       {"series", {"curves", "steps-to-result", "report", "plot:curves", "plot:steps", "plot:best_lr"}},
       {"x", {"curves", "report", "plot:curves"}},
-      {"target", {"steps-to-result", "plot:steps", "plot:best_lr"}},
+      {"target", {"steps-to-result", "report", "plot:steps", "plot:best_lr"}},
       {"throughput", {"steps-to-result"}},
       {"kind", {"plot:summary", "plot:curves", "plot:steps", "plot:best_lr", "plot:scaling"}},
       {"interval", {"curves", "report", "plot:summary", "plot:curves"}},

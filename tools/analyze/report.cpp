@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 namespace dpstudy::analyze {
 
 // One document for a study: the summary by the --by keys, their factorial
-// ANOVA, the comparisons of --factor and the figures, each with the command
-// that makes it on its own.
+// ANOVA, the comparisons of --factor, the steps and time to --target, and the
+// figures, each with the command that makes it on its own.
 void report(const Runs& r, const Options& o) {
   if (o.output.empty()) throw UsageError("report needs --output FOLDER (report.md and its figures go there)");
   if (o.by.empty() || o.by.size() > 4) {
@@ -32,6 +32,7 @@ void report(const Runs& r, const Options& o) {
     require_columns(r, {o.factor}, "--factor");
     check_baseline(r, o);
   }
+  if (!std::isnan(o.target)) check_target(o);
   std::error_code ec;
   fs::create_directories(o.output, ec);
   // Written beside report.md and renamed over it once whole: a report that fails halfway (an unknown
@@ -115,6 +116,13 @@ void report(const Runs& r, const Options& o) {
     } else {
       print(compare(r, c), Format::markdown, out);
     }
+  }
+  // How soon each group gets there: the other half of a study's question.
+  if (!std::isnan(o.target)) {
+    const bool loss = o.series.find("loss") != std::string::npos;
+    section("Steps and time to " + o.series + (loss ? " <= " : " >= ") + num(o.target),
+            command("steps-to-result", "", " --by " + by, {"by"}));
+    print(steps_to_result(r, o), Format::markdown, out);
   }
   // The speed of the same sweep, where --mode throughput measured it into these folders too.
   const std::vector<std::string> timed = with_speed_table(o.dirs);
