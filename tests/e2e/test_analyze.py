@@ -86,6 +86,8 @@ class Analyze(TempFolderTest):
         csv_rows = list(csv.reader(io.StringIO(self.analyze(*args, "--format", "csv"))))
 
         def unescape(cell):
+            if cell == "--":  # no value
+                return "-"
             cell = cell.replace("$-$", "-").replace("\\textless{}", "<").replace("\\textgreater{}", ">")
             return re.sub(r"\\([&%$#_{}])", r"\1", cell[2:] if cell.startswith("{}[") else cell)
 
@@ -102,6 +104,8 @@ class Analyze(TempFolderTest):
         self.assertEqual(csv_rows, [])
         self.assertIn("sync\\_period=1 &", tex)
         self.assertIn("95\\% CI of b - a (fraction)", tex)  # a hyphen between words stays one
+        self.assertIn("Kruskal-Wallis & ", tex)
+        self.assertRegex(tex, r"Kruskal-Wallis & [0-9.]+ & 1 & -- & ")  # no df2: an en dash
         self.assertRegex(tex, r"\{\}\[(\$-\$)?[0-9.]+, (\$-\$)?[0-9.]+\]")
         # Where TeX is installed (not a dependency: texlive-latex-recommended has booktabs), it typesets.
         has_booktabs = shutil.which("kpsewhich") and subprocess.run(["kpsewhich", "booktabs.sty"],
