@@ -177,6 +177,14 @@ class Results(TempFolderTest):
         # One worker on two threads spreads its operations; two and four step side by side.
         self.assertIn("# threads: 2 per process, --parallel auto: 2 run(s) with their workers side by side", r.stdout)
         self.assertIn(", 1 spreading each operation over the threads", r.stdout)
+        # Planned for another job (a login node's dry run), the default threads are this process's guess.
+        r = subprocess.run(cmd + ["--dry_run_processes", "1"], capture_output=True, text=True, timeout=300)
+        self.assertIn("# threads: 2 per process, --parallel auto", r.stdout)
+        without = cmd[:cmd.index("--threads")] + cmd[cmd.index("--threads") + 2:]
+        r = subprocess.run(without + ["--dry_run_processes", "1"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"# threads: \d+ per process \(as this process would set them: give --threads as "
+                                   r"that job will\), --parallel auto")
 
     def test_dry_run_shows_what_another_job_is_doing(self):
         out = os.path.join(self.tmp, "dry-states")
