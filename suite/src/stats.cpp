@@ -309,6 +309,80 @@ Test kruskal(const std::vector<std::vector<double>>& groups) {
   return {h, df, bm::cdf(bm::complement(bm::chi_squared(df), h)), kNaN};
 }
 
+Test logrank(const std::vector<Censored>& groups) {
+  const std::size_t k = groups.size();
+  if (k < 2) throw UsageError("the log-rank test needs at least 2 groups");
+  std::vector<double> event_times;
+  for (const Censored& g : groups) {
+    if (g.time.size() != g.event.size()) throw UsageError("log-rank test: a group's times and events differ in count");
+    need(g.time.size(), 1, "the log-rank test");
+    for (std::size_t i = 0; i < g.time.size(); ++i) {
+      if (g.event[i]) event_times.push_back(g.time[i]);
+    }
+  }
+  if (event_times.empty()) throw UsageError("the log-rank test needs an event in some group (none reached it)");
+  std::sort(event_times.begin(), event_times.end());
+  event_times.erase(std::unique(event_times.begin(), event_times.end()), event_times.end());
+  // Observed minus expected events per group, and their covariance, summed over the event times.
+  std::vector<double> o_e(k, 0.0);
+  std::vector<std::vector<double>> v(k, std::vector<double>(k, 0.0));
+  std::vector<double> at_risk(k), events(k);
+  for (const double t : event_times) {
+    double n = 0, d = 0;
+    for (std::size_t j = 0; j < k; ++j) {
+      at_risk[j] = events[j] = 0;
+      for (std::size_t i = 0; i < groups[j].time.size(); ++i) {
+        if (groups[j].time[i] >= t) ++at_risk[j];
+        if (groups[j].time[i] == t && groups[j].event[i]) ++events[j];
+      }
+      n += at_risk[j];
+      d += events[j];
+    }
+    const double spread = n > 1 ? d * (n - d) / (n - 1) : 0;
+    for (std::size_t j = 0; j < k; ++j) {
+      o_e[j] += events[j] - at_risk[j] * d / n;
+      for (std::size_t l = 0; l < k; ++l) {
+        v[j][l] += spread * at_risk[j] / n * ((j == l ? 1.0 : 0.0) - at_risk[l] / n);
+      }
+    }
+  }
+  // The k - 1 first groups carry it all (the sums over groups are 0): chi2 = o_e' V^-1 o_e,
+  // solved by Gaussian elimination with partial pivoting.
+  const std::size_t m = k - 1;
+  std::vector<std::vector<double>> a(m, std::vector<double>(m + 1));
+  for (std::size_t j = 0; j < m; ++j) {
+    for (std::size_t l = 0; l < m; ++l) a[j][l] = v[j][l];
+    a[j][m] = o_e[j];
+  }
+  double scale = 0;
+  for (std::size_t j = 0; j < m; ++j) scale = std::max(scale, std::abs(a[j][j]));
+  for (std::size_t c = 0; c < m; ++c) {
+    std::size_t pivot = c;
+    for (std::size_t j = c + 1; j < m; ++j) {
+      if (std::abs(a[j][c]) > std::abs(a[pivot][c])) pivot = j;
+    }
+    if (!(std::abs(a[pivot][c]) > 1e-12 * scale)) {
+      throw UsageError("the log-rank test is undefined here: no variance in the events of a group (every run of "
+                       "a level ended before the first event, or all events at one time)");
+    }
+    std::swap(a[c], a[pivot]);
+    for (std::size_t j = c + 1; j < m; ++j) {
+      const double f = a[j][c] / a[c][c];
+      for (std::size_t l = c; l <= m; ++l) a[j][l] -= f * a[c][l];
+    }
+  }
+  std::vector<double> x(m);
+  for (std::size_t c = m; c-- > 0;) {
+    double sum = a[c][m];
+    for (std::size_t l = c + 1; l < m; ++l) sum -= a[c][l] * x[l];
+    x[c] = sum / a[c][c];
+  }
+  double chi2 = 0;
+  for (std::size_t j = 0; j < m; ++j) chi2 += o_e[j] * x[j];
+  const double df = double(m);
+  return {chi2, df, bm::cdf(bm::complement(bm::chi_squared(df), std::max(chi2, 0.0))), kNaN};
+}
+
 std::vector<double> holm(const std::vector<double>& p) {
   std::vector<std::size_t> idx(p.size());
   std::iota(idx.begin(), idx.end(), 0);

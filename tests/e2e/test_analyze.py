@@ -19,6 +19,8 @@ import sys
 import unittest
 
 import h5py
+import numpy as np
+from statsmodels.duration.survfunc import survdiff
 
 from e2e_support import TempFolderTest, make_fixtures
 
@@ -658,6 +660,20 @@ class Analyze(TempFolderTest):
         runs = list(csv.DictReader(io.StringIO(self.analyze("runs", folder, "--by", "lr,seed", "--metric",
                                                             "steps_to_goal", "--format", "csv"))))
         self.assertEqual(sorted(r["steps_to_goal (step)"] for r in runs if r["lr"] == "1e-06"), ["-", "-"])
+        # The log-rank test sees every run: those that never reached the goal censored at their last step.
+        tables = json.loads(self.analyze("compare", folder, "--factor", "lr", "--metric", "steps_to_goal",
+                                         "--format", "json"))
+        logrank = next(r for r in tables[0]["rows"] if r["test"] == "log-rank")
+        with h5py.File(os.path.join(folder, "index.h5"), "r") as f:
+            index = {k: f["index"][k][()] for k in ("steps_to_goal", "steps")}
+        reached = index["steps_to_goal"] >= 0
+        with h5py.File(os.path.join(folder, "index.h5"), "r") as f:
+            lr = f["index"]["lr"][()]
+        chi2, p = survdiff(np.where(reached, index["steps_to_goal"], index["steps"]), reached.astype(int),
+                           (lr < 0.01).astype(int))
+        self.assertAlmostEqual(float(logrank["statistic"]), chi2, delta=1e-3 * chi2)
+        self.assertAlmostEqual(float(logrank["p"]), p, delta=max(1e-4, 1e-3 * p))
+        self.assertIn("log-rank p Holm", tables[1]["rows"][0])
         # Studies without a goal have no such metric to analyse.
         err = self.analyze("compare", self.batch, "--factor", "batch_size", "--metric", "steps_to_goal", status=2)
         self.assertIn("metric 'steps_to_goal': none of the 6 completed runs set a goal (goal_error is 0 in each)",

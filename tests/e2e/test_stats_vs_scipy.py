@@ -114,6 +114,35 @@ class AgainstScipy(unittest.TestCase):
             np.testing.assert_allclose([df1, df2], [ref.df_num, ref.df_denom], rtol=1e-6, err_msg=f"{sizes}: df")
         print(f"{len(cases)} Welch ANOVAs agree with statsmodels' anova_oneway")
 
+    def test_logrank_against_statsmodels(self):
+        # compare's log-rank test of steps (or seconds) to a goal, runs that never reached it censored at their end.
+        survdiff = self.statsmodels("statsmodels.duration.survfunc").survdiff
+        rng = np.random.default_rng(23)
+        cases = []
+        for sizes, scales, horizon in (((5, 5), (300, 500), 600), ((6, 9, 4), (200, 250, 400), 500),
+                                       ((12, 15), (1000, 1100), 1500), ((3, 4, 5, 6), (100, 300, 200, 150), 250),
+                                       ((8, 8), (50, 50), 1000)):
+            groups = []
+            for n, scale in zip(sizes, scales):
+                # Evaluated every 50 steps: many ties; a run that passes the horizon is censored there.
+                t = np.ceil(rng.exponential(scale, n) / 50) * 50
+                groups.append((np.minimum(t, horizon), (t <= horizon).astype(int)))
+            cases.append(groups)
+        lines = ["logrank;" + ";".join(",".join(repr(float(v)) for v in part) for g in groups for part in g)
+                 for groups in cases]
+        for groups, row in zip(cases, stats_check(lines)):
+            chi2, p, df = map(float, row.split())
+            time = np.concatenate([t for t, _ in groups])
+            status = np.concatenate([e for _, e in groups])
+            group = np.concatenate([np.full(len(t), i) for i, (t, _) in enumerate(groups)])
+            ref_chi2, ref_p = survdiff(time, status, group)
+            sizes = [len(t) for t, _ in groups]
+            self.assertTrue(np.isclose(chi2, ref_chi2, rtol=1e-6), f"{sizes}: chi2 {chi2} vs {ref_chi2}")
+            self.assertTrue(np.isclose(p, ref_p, rtol=1e-6), f"{sizes}: p {p} vs {ref_p}")
+            self.assertEqual(df, len(groups) - 1)
+        self.assertTrue(any(e.min() == 0 for groups in cases for _, e in groups), "no censored run: a weak check")
+        print(f"{len(cases)} log-rank tests agree with statsmodels' survdiff")
+
     def test_interval_of_a_difference(self):
         # compare's "95% CI of b - a": Welch's interval (SciPy 1.10 has no confidence_interval(): its t quantile
         # at the df statsmodels' ttest_ind(usevar="unequal") reports).

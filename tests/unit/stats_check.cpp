@@ -43,6 +43,13 @@ int main() {
       std::printf("%.17g %.17g %.17g %.17g\n", d.diff, d.low, d.high, d.df);
       continue;
     }
+    if (name == "logrank") {  // time;event;time;event;... (a group's times, then its 0/1 events): "chi2 p df"
+      std::vector<Censored> groups;
+      for (std::size_t i = 0; i + 1 < g.size(); i += 2) groups.push_back({g[i], std::vector<bool>(g[i + 1].begin(), g[i + 1].end())});
+      const Test t = logrank(groups);
+      std::printf("%.17g %.17g %.17g\n", t.statistic, t.p, t.df);
+      continue;
+    }
     if (name == "tost") {  // a;b;margin[;alpha]: "df p ci_low ci_high" (the 1 - 2 alpha interval)
       const Equivalence e = welch_tost(g[0], g[1], g[2].at(0), g.size() > 3 ? g[3].at(0) : 0.05);
       std::printf("%.17g %.17g %.17g %.17g\n", e.df, e.p, e.ci_low, e.ci_high);

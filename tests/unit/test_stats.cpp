@@ -1,5 +1,5 @@
-// The equivalence test's power, beyond the simulation in test_stats_vs_scipy.py:
-// its bounds, its direction and the seeds it asks for.
+// The equivalence test's power, beyond the simulation in test_stats_vs_scipy.py (its bounds,
+// its direction and the seeds it asks for), and the log-rank test done by hand.
 #include <gtest/gtest.h>
 
 #include <boost/math/distributions/chi_squared.hpp>
@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dpstudy/error.hpp"
 #include "dpstudy/stats.hpp"
 
 namespace bm = boost::math;
@@ -76,4 +77,34 @@ TEST(TostPower, SeedsNeededReachThePowerAndOneFewerDoesNot) {
   EXPECT_NEAR(tost_power(0.8, 28), 0.8091, 0.004);
   EXPECT_NEAR(tost_power(3.0, 3), 0.7483, 0.004);
   EXPECT_THROW(tost_samples_needed(0.0), std::exception);
+}
+
+// The log-rank test beyond statsmodels' agreement (test_stats_vs_scipy.py): a case done by hand,
+// its symmetry, and what it refuses.
+TEST(Logrank, ByHand) {
+  using dpstudy::stats::Censored;
+  // a: events at steps 1 and 2; b: two runs that ended at step 3 without the event.
+  // t=1: 4 at risk (2 a), 1 event in a: O-E = 1/2, V = 1/4; t=2: 3 at risk (1 a): O-E += 2/3, V += 2/9.
+  const Censored a{{1, 2}, {true, true}}, b{{3, 3}, {false, false}};
+  const auto t = dpstudy::stats::logrank({a, b});
+  EXPECT_NEAR(t.statistic, 49.0 / 17.0, 1e-12);
+  EXPECT_EQ(t.df, 1);
+  EXPECT_NEAR(t.p, bm::cdf(bm::complement(bm::chi_squared(1), 49.0 / 17.0)), 1e-12);
+  const auto swapped = dpstudy::stats::logrank({b, a});
+  EXPECT_NEAR(swapped.statistic, t.statistic, 1e-12);
+  // Alike groups: nothing to tell apart.
+  const auto same = dpstudy::stats::logrank({a, a});
+  EXPECT_NEAR(same.statistic, 0, 1e-12);
+  EXPECT_NEAR(same.p, 1, 1e-12);
+}
+
+TEST(Logrank, RefusesWhatItCannotTest) {
+  using dpstudy::stats::Censored;
+  const Censored events{{1, 2}, {true, true}}, none{{3, 3}, {false, false}}, empty{{}, {}};
+  EXPECT_THROW(dpstudy::stats::logrank({events}), dpstudy::UsageError);         // one group
+  EXPECT_THROW(dpstudy::stats::logrank({none, none}), dpstudy::UsageError);     // no event anywhere
+  EXPECT_THROW(dpstudy::stats::logrank({events, empty}), dpstudy::UsageError);  // a group without runs
+  // A group that ended before the first event is never at risk: no variance, no test.
+  const Censored early{{0.5}, {false}};
+  EXPECT_THROW(dpstudy::stats::logrank({events, early}), dpstudy::UsageError);
 }

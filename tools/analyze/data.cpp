@@ -131,6 +131,19 @@ bool set_goal(const Run& run) {
 
 }  // namespace
 
+stats::Censored censored_times(const std::vector<const Run*>& runs, const std::string& metric) {
+  stats::Censored c;
+  const char* end = metric == "time_to_goal_s" ? "wall_time_s" : "steps";
+  for (const Run* run : runs) {
+    const bool reached = reached_goal(*run);
+    const auto value = run->numbers.find(reached ? metric : std::string(end));
+    if (value == run->numbers.end() || !std::isfinite(value->second)) continue;
+    c.time.push_back(value->second);
+    c.event.push_back(reached);
+  }
+  return c;
+}
+
 void require_goal(const Runs& r, const std::string& metric) {
   if (!is_goal_metric(metric)) return;
   std::size_t completed = 0;

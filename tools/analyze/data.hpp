@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "dpstudy/stats.hpp"
+
 namespace dpstudy::analyze {
 
 struct Run {
@@ -77,6 +79,10 @@ std::string metric_unit(const Runs& r, const std::string& metric);
 bool is_goal_metric(const std::string& metric);
 void require_goal(const Runs& r, const std::string& metric);
 std::string goal_note(const Runs& r, const std::string& metric);
+// The runs' times to their goal for the log-rank test: a run that reached it is an event at
+// its steps_to_goal (time_to_goal_s), one that never did is censored at its end (its steps,
+// its wall_time_s).
+stats::Censored censored_times(const std::vector<const Run*>& runs, const std::string& metric);
 // The values a quantity of this unit can take: [0, 1] for a fraction, [0, inf)
 // for times, rates, counts, sizes, losses and norms, else (-inf, inf). Plots cut
 // their bands there; a t interval of few seeds can reach past them.

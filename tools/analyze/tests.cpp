@@ -146,6 +146,9 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
                 with_unit("95% CI of b - a", unit), "Hedges g [95% CI]", "Welch p", "Welch p Holm", "",
                 "M-W U p Holm", "pairs", "paired t p Holm", "Wilcoxon p Holm"};
   const bool tost = o.equivalence > 0;
+  // Times to a goal: the log-rank test sees every run, those that never reached it censored.
+  const bool goal = is_goal_metric(o.metric);
+  if (goal) pw.headers.push_back("log-rank p Holm");
   if (tost) {
     for (const std::string& h : {with_unit(tost_interval(o.alpha) + " CI of b - a", unit), std::string("TOST p Holm"),
                                  "within +/-" + num(o.equivalence)}) {
@@ -176,11 +179,22 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
           omni.notes.push_back(fam + ", " + name + ": " + e.what());
         }
       }
+      if (goal) {
+        std::vector<stats::Censored> times;
+        for (const Group& g : levels) times.push_back(censored_times(g.runs, o.metric));
+        try {
+          const stats::Test t = stats::logrank(times);
+          omni.rows.push_back({fam, "log-rank", num(t.statistic), num(t.df), "-", pval(t.p), stats::significance(t.p)});
+        } catch (const UsageError& e) {
+          omni.rows.push_back({fam, "log-rank", "-", "-", "-", "-", "-"});
+          omni.notes.push_back(fam + ", log-rank: " + e.what());
+        }
+      }
     } else {
       omni.notes.push_back(fam + ": fewer than 2 levels of " + o.factor + " with completed runs");
     }
     const std::vector<Pair> pairs = pairs_of(levels, o.baseline, pw.notes, fam);
-    std::vector<double> welch, mwu, pt, wx, eq;
+    std::vector<double> welch, mwu, pt, wx, eq, lr;
     std::vector<std::string> eq_ci;
     std::vector<std::vector<std::string>> rows;
     std::vector<std::size_t> npairs;
@@ -189,6 +203,11 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       const auto& b = values[p.b];
       const std::string what = fam + ", " + levels[p.a].key_values[0] + " vs " + levels[p.b].key_values[0];
       welch.push_back(p_or_nan([&] { return stats::welch_t(b, a); }, pw.notes, what + ", Welch"));
+      if (goal) {
+        const std::vector<stats::Censored> two = {censored_times(levels[p.a].runs, o.metric),
+                                                  censored_times(levels[p.b].runs, o.metric)};
+        lr.push_back(p_or_nan([&] { return stats::logrank(two); }, pw.notes, what + ", log-rank"));
+      }
       mwu.push_back(p_or_nan([&] { return stats::mann_whitney_u(b, a); }, pw.notes, what + ", Mann-Whitney"));
       // Named, not a structured binding: C++17 lets no lambda capture one (GCC allows it, Clang before 16 not).
       const Matched matched = paired(fr, levels[p.a], levels[p.b], o.metric);
@@ -239,13 +258,14 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
                       std::to_string(b.size()), num(diff), ci, g});
     }
     const auto hw = stats::holm(welch), hm = stats::holm(mwu), hp = stats::holm(pt), hx = stats::holm(wx);
-    const auto he = stats::holm(eq);
+    const auto he = stats::holm(eq), hl = stats::holm(lr);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       auto row = rows[i];
       for (const std::string& cell : {pval(welch[i]), pval(hw[i]), stats::significance(hw[i]), pval(hm[i]),
                                       std::to_string(npairs[i]), pval(hp[i]), pval(hx[i])}) {
         row.push_back(cell);
       }
+      if (goal) row.push_back(pval(hl[i]));
       if (tost) {
         row.push_back(eq_ci[i]);
         row.push_back(pval(he[i]));
@@ -253,6 +273,11 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       }
       pw.rows.push_back(row);
     }
+  }
+  if (goal) {
+    omni.notes.push_back("log-rank (Mantel 1966): every run of a level counts, one that never reached its goal as "
+                         "censored at its end (its " + std::string(o.metric == "time_to_goal_s" ? "wall_time_s" : "steps") +
+                         "); the other tests see only the runs that reached it");
   }
   if (tost) {
     pw.notes.push_back("equivalence: two one-sided Welch t-tests (Schuirmann 1987) that mean b - a lies within +/-" +

@@ -55,6 +55,17 @@ Test anova(const std::vector<std::vector<double>>& groups);
 Test welch_anova(const std::vector<std::vector<double>>& groups);
 // scipy.stats.kruskal(*groups), tie-corrected H.
 Test kruskal(const std::vector<std::vector<double>>& groups);
+// Times to an event (a run reaching its goal), some censored: the event not
+// seen by then (a run that ended without reaching it).
+struct Censored {
+  std::vector<double> time;
+  std::vector<bool> event;  // false: censored at time
+};
+// The log-rank test (Mantel-Haenszel) that k groups share one distribution of
+// times to the event: chi-squared(k - 1); statsmodels' survdiff(time, status,
+// group). A censored observation is at risk at its own time. UsageError when
+// no group has an event, or a group no observation.
+Test logrank(const std::vector<Censored>& groups);
 // Factorial ANOVA: a linear model of every main effect and interaction of k
 // categorical factors, with Type II sums of squares (each term adjusted for
 // every term that does not contain it; R's car::Anova, statsmodels'
