@@ -648,8 +648,8 @@ class Analyze(TempFolderTest):
         self.assertEqual(reached[1e-6], [None, None], "a rate of 1e-6 reached 50 % accuracy: the test checks nothing")
         self.assertTrue(all(t is not None for t in reached[0.05]))
         text = self.analyze("summary", folder, "--by", "lr", "--metric", "time_to_goal_s")
-        self.assertIn("time_to_goal_s: 2 of the 4 completed runs never reached their goal (goal_error) and are left "
-                      "out", text)
+        self.assertIn("time_to_goal_s: 2 of the 4 completed runs never reached the goal and are left out (their "
+                      "files hold -1 and 0: not a step or a time)", text)
         self.assertIn("lr=1e-06: 2 of its 2 run(s) never reached the goal", text)
         rows = {r["lr"]: r for r in csv.DictReader(io.StringIO(
             self.analyze("summary", folder, "--by", "lr", "--metric", "time_to_goal_s", "--format", "csv")))}
@@ -674,6 +674,27 @@ class Analyze(TempFolderTest):
         self.assertAlmostEqual(float(logrank["statistic"]), chi2, delta=1e-3 * chi2)
         self.assertAlmostEqual(float(logrank["p"]), p, delta=max(1e-4, 1e-3 * p))
         self.assertIn("log-rank p Holm", tables[1]["rows"][0])
+        # The same goal given afterwards (SERIES@reach=T, @reach_time=T): the same steps, and the times
+        # steps-to-result tabulates.
+        goal_given = {r["lr"]: r for r in csv.DictReader(io.StringIO(self.analyze(
+            "summary", folder, "--by", "lr", "--metric", "test_accuracy@reach=0.5", "--format", "csv")))}
+        recorded = {r["lr"]: r for r in csv.DictReader(io.StringIO(self.analyze(
+            "summary", folder, "--by", "lr", "--metric", "steps_to_goal", "--format", "csv")))}
+        self.assertEqual(goal_given["0.05"]["mean (step)"], recorded["0.05"]["mean (step)"])
+        self.assertEqual(goal_given["1e-06"]["n"], "0")
+        times = {r["lr"]: r for r in csv.DictReader(io.StringIO(self.analyze(
+            "summary", folder, "--by", "lr", "--metric", "test_accuracy@reach_time=0.5", "--format", "csv")))}
+        steps = {r["lr"]: r for r in csv.DictReader(io.StringIO(self.analyze(
+            "steps-to-result", folder, "--by", "lr", "--target", "0.5", "--format", "csv")))}
+        self.assertEqual(times["0.05"]["median (s)"], steps["0.05"]["median time (s)"])
+        self.assertEqual(times["0.05"]["min (s)"], steps["0.05"]["fastest time (s)"])
+        tables = json.loads(self.analyze("compare", folder, "--factor", "lr", "--metric", "test_accuracy@reach=0.5",
+                                         "--format", "json"))
+        self.assertEqual(next(r for r in tables[0]["rows"] if r["test"] == "log-rank")["p"], logrank["p"])
+        for metric, message in (("test_accuracy@reach=90", "the target must be in (0, 1]"),
+                                ("test_accuracy@reach_time=most", "'most' is not a target value of test_accuracy"),
+                                ("test_accuracy@reached=0.5", "expected SERIES@step=N")):
+            self.assertIn(message, self.analyze("summary", folder, "--metric", metric, status=2))
         # Studies without a goal have no such metric to analyse.
         err = self.analyze("compare", self.batch, "--factor", "batch_size", "--metric", "steps_to_goal", status=2)
         self.assertIn("metric 'steps_to_goal': none of the 6 completed runs set a goal (goal_error is 0 in each)",
@@ -860,8 +881,9 @@ class Analyze(TempFolderTest):
         self.assertEqual(means("final_synced_test_accuracy"), {"1": at10["1"], "4": at8["4"]})
         for metric, message in (("test_accuracy@last=0", "'0' is not a count of evaluations >= 1"),
                                 ("test_accuracy@last=x", "'x' is not a number of evaluations"),
-                                ("test_accuracy@best=1", "expected SERIES@step=N, SERIES@epoch=E, SERIES@last=K or "
-                                                         "SERIES@synced_last=K")):
+                                ("test_accuracy@best=1", "expected SERIES@step=N, SERIES@epoch=E, SERIES@last=K, "
+                                                         "SERIES@synced_last=K, SERIES@reach=T or "
+                                                         "SERIES@reach_time=T")):
             self.assertIn(message, self.analyze("summary", self.main, "--metric", metric, status=2))
 
     def test_anova_of_two_factors(self):

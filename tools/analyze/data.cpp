@@ -6,10 +6,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "dpstudy/error.hpp"
+#include "dpstudy/metrics.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/study.hpp"
 
@@ -114,9 +116,41 @@ std::vector<std::string> varying_run_keys(const Runs& r) {
   return out;
 }
 
-bool is_goal_metric(const std::string& metric) { return metric == "steps_to_goal" || metric == "time_to_goal_s"; }
-
 namespace {
+
+// SERIES@reach=T (the first evaluated step at which the series reaches T) or
+// SERIES@reach_time=T (the run's clock then, train time_s).
+struct ReachMetric {
+  std::string series;
+  double target = 0;
+  bool seconds = false;
+};
+
+std::optional<ReachMetric> reach_metric(const std::string& metric) {
+  const auto at = metric.find('@');
+  if (at == std::string::npos) return std::nullopt;
+  ReachMetric m;
+  std::string rest;
+  if (metric.compare(at + 1, 6, "reach=") == 0) {
+    rest = metric.substr(at + 7);
+  } else if (metric.compare(at + 1, 11, "reach_time=") == 0) {
+    rest = metric.substr(at + 12);
+    m.seconds = true;
+  } else {
+    return std::nullopt;
+  }
+  m.series = metric.substr(0, at);
+  char* end = nullptr;
+  m.target = std::strtod(rest.c_str(), &end);
+  if (rest.empty() || *end != '\0' || !std::isfinite(m.target)) {
+    throw UsageError("metric '" + metric + "': '" + rest + "' is not a target value of " + m.series);
+  }
+  if (m.series.find("accuracy") != std::string::npos && !(m.target > 0 && m.target <= 1)) {
+    throw UsageError("metric '" + metric + "': the target must be in (0, 1]: " + m.series +
+                     " is a fraction (0.9 for 90 %)");
+  }
+  return m;
+}
 
 // A run file records steps_to_goal -1 and time_to_goal_s 0 when the run never reached its goal.
 bool reached_goal(const Run& run) {
@@ -129,48 +163,65 @@ bool set_goal(const Run& run) {
   return e == run.numbers.end() || e->second > 0;
 }
 
+std::vector<const Run*> completed_runs(const Runs& r) {
+  std::vector<const Run*> out;
+  for (const Run& run : r.runs) {
+    if (run.completed()) out.push_back(&run);
+  }
+  return out;
+}
+
 }  // namespace
 
-stats::Censored censored_times(const std::vector<const Run*>& runs, const std::string& metric) {
+bool is_goal_metric(const std::string& metric) {
+  return metric == "steps_to_goal" || metric == "time_to_goal_s" || reach_metric(metric).has_value();
+}
+
+stats::Censored censored_times(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric) {
+  const auto reach = reach_metric(metric);
+  const bool seconds = metric == "time_to_goal_s" || (reach && reach->seconds);
+  const std::vector<double> values = metric_values(r, runs, metric);
   stats::Censored c;
-  const char* end = metric == "time_to_goal_s" ? "wall_time_s" : "steps";
-  for (const Run* run : runs) {
-    const bool reached = reached_goal(*run);
-    const auto value = run->numbers.find(reached ? metric : std::string(end));
-    if (value == run->numbers.end() || !std::isfinite(value->second)) continue;
-    c.time.push_back(value->second);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const bool reached = !std::isnan(values[i]);
+    double time = values[i];
+    if (!reached) {
+      const auto end = runs[i]->numbers.find(seconds ? "wall_time_s" : "steps");
+      if (end == runs[i]->numbers.end()) continue;
+      time = end->second;
+    }
+    if (!std::isfinite(time)) continue;
+    c.time.push_back(time);
     c.event.push_back(reached);
   }
   return c;
 }
 
 void require_goal(const Runs& r, const std::string& metric) {
-  if (!is_goal_metric(metric)) return;
-  std::size_t completed = 0;
-  for (const Run& run : r.runs) {
-    if (!run.completed()) continue;
-    ++completed;
-    if (set_goal(run)) return;
+  if (metric != "steps_to_goal" && metric != "time_to_goal_s") return;
+  const std::vector<const Run*> completed = completed_runs(r);
+  if (completed.empty() || std::any_of(completed.begin(), completed.end(), [](const Run* run) { return set_goal(*run); })) {
+    return;  // none completed: told per group
   }
-  if (completed == 0) return;  // told per group: no completed run
-  throw UsageError("metric '" + metric + "': none of the " + std::to_string(completed) +
+  throw UsageError("metric '" + metric + "': none of the " + std::to_string(completed.size()) +
                    " completed runs set a goal (goal_error is 0 in each): train with goal_error E (docs/engine.md), "
-                   "or ask steps-to-result --target T for a goal chosen afterwards");
+                   "or give the goal now: SERIES@reach=T (steps) or SERIES@reach_time=T (seconds), e.g. "
+                   "test_accuracy@reach=0.9");
 }
 
 std::string goal_note(const Runs& r, const std::string& metric) {
   if (!is_goal_metric(metric)) return "";
-  std::size_t completed = 0, missed = 0;
-  for (const Run& run : r.runs) {
-    if (!run.completed()) continue;
-    ++completed;
-    if (!reached_goal(run)) ++missed;
-  }
+  const std::vector<const Run*> completed = completed_runs(r);
+  const std::vector<double> values = metric_values(r, completed, metric);
+  const auto missed = std::count_if(values.begin(), values.end(), [](double v) { return std::isnan(v); });
   if (missed == 0) return "";
-  return metric + ": " + std::to_string(missed) + " of the " + std::to_string(completed) +
-         " completed runs never reached their goal (goal_error) and are left out (their files hold -1 and 0: "
-         "not a step or a time), so these are the statistics of the runs that reached it, and a setting that "
-         "reaches it less often can look faster; steps-to-result --target gives the fraction that reached a target";
+  const bool recorded = !reach_metric(metric);
+  return metric + ": " + std::to_string(missed) + " of the " + std::to_string(completed.size()) +
+         " completed runs never reached the goal and are left out" +
+         (recorded ? " (their files hold -1 and 0: not a step or a time)" : "") +
+         ", so these are the statistics of the runs that reached it, and a setting that reaches it less often can "
+         "look faster; compare's log-rank test counts them, and steps-to-result --target gives the fraction that "
+         "reached a target";
 }
 
 std::string pooled_note(const Runs& r, const std::vector<std::string>& held) {
@@ -294,13 +345,38 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
     for (const Run* run : runs) out.push_back(goal && !reached_goal(*run) ? std::nan("") : run->numbers.at(metric));
     return out;
   }
+  if (const auto reach = reach_metric(metric)) {
+    const bool lower_is_better = reach->series.find("loss") != std::string::npos;
+    for (const Run* run : runs) {
+      const h5::File f = h5::File::open_read(run->file);
+      const h5::Group eval = f.root().open_group("eval");
+      const std::vector<double> y = series_in(eval, reach->series, "eval", run->file);
+      const std::vector<double> s = series_in(eval, "step", "eval", run->file);
+      const std::int64_t first =
+          first_reaching(std::vector<std::int64_t>(s.begin(), s.end()), y, reach->target, lower_is_better);
+      if (first < 0) {
+        out.push_back(std::nan(""));
+      } else if (!reach->seconds) {
+        out.push_back(double(first));
+      } else {
+        const std::vector<double> t = series_in(f.root().open_group("train"), "time_s", "train", run->file);
+        if (first > std::int64_t(t.size())) {
+          throw Error(run->file + ": eval/step " + std::to_string(first) + " is not a training step (1 to " +
+                      std::to_string(t.size()) + "; a damaged or edited run file)");
+        }
+        out.push_back(t[std::size_t(first) - 1]);
+      }
+    }
+    return out;
+  }
   const std::string name = metric.substr(0, at), point = metric.substr(at + 1);
   const auto eq = point.find('=');
   const std::string axis = eq == std::string::npos ? "" : point.substr(0, eq);
   const bool last = axis == "last" || axis == "synced_last";
   if (axis != "step" && axis != "epoch" && !last) {
     throw UsageError("metric '" + metric +
-                     "': expected SERIES@step=N, SERIES@epoch=E, SERIES@last=K or SERIES@synced_last=K");
+                     "': expected SERIES@step=N, SERIES@epoch=E, SERIES@last=K, SERIES@synced_last=K, "
+                     "SERIES@reach=T or SERIES@reach_time=T");
   }
   char* end = nullptr;
   const double where = std::strtod(point.c_str() + eq + 1, &end);
@@ -378,6 +454,7 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
 std::string metric_unit(const Runs& r, const std::string& metric) {
   // The units attributes the suite wrote: the index's columns, else the series
   // in the first run file that has it. "1" (dimensionless) prints as no unit.
+  if (const auto reach = reach_metric(metric)) return reach->seconds ? "s" : "step";
   const std::string base = metric.substr(0, metric.find('@'));
   std::string unit;
   if (auto it = r.units.find(base); it != r.units.end()) {

@@ -72,17 +72,19 @@ std::string pooled_note(const Runs& r, const std::vector<std::string>& held);
 // metrics that exist when it names none.
 std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric);
 std::string metric_unit(const Runs& r, const std::string& metric);
-// steps_to_goal and time_to_goal_s: a run's values where it reached its goal (goal_error),
-// NaN where it never did (its files hold -1 and 0 then: a time to a goal not reached is
-// unknown, not 0). require_goal: a UsageError when no completed run set a goal; goal_note:
-// how many completed runs never reached theirs (empty when none, or another metric).
+// Times to a goal: steps_to_goal and time_to_goal_s (the goal set in training, goal_error),
+// or one given now, SERIES@reach=T (the first evaluated step at which the series reaches T:
+// >= T, <= T for a loss) and SERIES@reach_time=T (the run's clock then, train time_s). NaN
+// where a run never reached it (its files hold -1 and 0 for the recorded ones: a time to a
+// goal not reached is unknown, not 0). require_goal: a UsageError when no completed run set
+// a recorded goal; goal_note: how many completed runs never reached it (empty when none, or
+// another metric).
 bool is_goal_metric(const std::string& metric);
 void require_goal(const Runs& r, const std::string& metric);
 std::string goal_note(const Runs& r, const std::string& metric);
-// The runs' times to their goal for the log-rank test: a run that reached it is an event at
-// its steps_to_goal (time_to_goal_s), one that never did is censored at its end (its steps,
-// its wall_time_s).
-stats::Censored censored_times(const std::vector<const Run*>& runs, const std::string& metric);
+// The runs' times to the goal for the log-rank test: a run that reached it is an event then,
+// one that never did is censored at its end (its steps, or its wall_time_s for the times).
+stats::Censored censored_times(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric);
 // The values a quantity of this unit can take: [0, 1] for a fraction, [0, inf)
 // for times, rates, counts, sizes, losses and norms, else (-inf, inf). Plots cut
 // their bands there; a t interval of few seeds can reach past them.

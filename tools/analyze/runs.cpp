@@ -54,7 +54,7 @@ std::vector<Table> runs(const Runs& r, const Options& o) {
   }
   if (keys.empty()) t.notes.push_back("no run key differs between these runs (--by names the columns to show)");
   if (is_goal_metric(o.metric) && std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) {
-    t.notes.push_back(o.metric + " -: the run never reached its goal (its file holds -1 and 0)");
+    t.notes.push_back(o.metric + " -: the run never reached the goal");
   }
   return {t};
 }

@@ -181,7 +181,7 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       }
       if (goal) {
         std::vector<stats::Censored> times;
-        for (const Group& g : levels) times.push_back(censored_times(g.runs, o.metric));
+        for (const Group& g : levels) times.push_back(censored_times(fr, g.runs, o.metric));
         try {
           const stats::Test t = stats::logrank(times);
           omni.rows.push_back({fam, "log-rank", num(t.statistic), num(t.df), "-", pval(t.p), stats::significance(t.p)});
@@ -204,8 +204,8 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       const std::string what = fam + ", " + levels[p.a].key_values[0] + " vs " + levels[p.b].key_values[0];
       welch.push_back(p_or_nan([&] { return stats::welch_t(b, a); }, pw.notes, what + ", Welch"));
       if (goal) {
-        const std::vector<stats::Censored> two = {censored_times(levels[p.a].runs, o.metric),
-                                                  censored_times(levels[p.b].runs, o.metric)};
+        const std::vector<stats::Censored> two = {censored_times(fr, levels[p.a].runs, o.metric),
+                                                  censored_times(fr, levels[p.b].runs, o.metric)};
         lr.push_back(p_or_nan([&] { return stats::logrank(two); }, pw.notes, what + ", log-rank"));
       }
       mwu.push_back(p_or_nan([&] { return stats::mann_whitney_u(b, a); }, pw.notes, what + ", Mann-Whitney"));
@@ -275,8 +275,8 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
     }
   }
   if (goal) {
-    omni.notes.push_back("log-rank (Mantel 1966): every run of a level counts, one that never reached its goal as "
-                         "censored at its end (its " + std::string(o.metric == "time_to_goal_s" ? "wall_time_s" : "steps") +
+    omni.notes.push_back("log-rank (Mantel 1966): every run of a level counts, one that never reached the goal as "
+                         "censored at its end (its " + std::string(metric_unit(r, o.metric) == "s" ? "wall_time_s" : "steps") +
                          "); the other tests see only the runs that reached it");
   }
   if (tost) {
