@@ -688,6 +688,9 @@ class Analyze(TempFolderTest):
             "steps-to-result", folder, "--by", "lr", "--target", "0.5", "--format", "csv")))}
         self.assertEqual(times["0.05"]["median (s)"], steps["0.05"]["median time (s)"])
         self.assertEqual(times["0.05"]["min (s)"], steps["0.05"]["fastest time (s)"])
+        self.assertIn("best and median: of the trials that reached the target (fraction); compare --metric "
+                      "test_accuracy@reach=0.5 tests the groups with the log-rank test",
+                      self.analyze("steps-to-result", folder, "--by", "lr", "--target", "0.5"))
         tables = json.loads(self.analyze("compare", folder, "--factor", "lr", "--metric", "test_accuracy@reach=0.5",
                                          "--format", "json"))
         self.assertEqual(next(r for r in tables[0]["rows"] if r["test"] == "log-rank")["p"], logrank["p"])

@@ -290,6 +290,12 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
     t.rows.push_back(row);
   }
   if (const std::string note = trials_pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);
+  // A median over the reaching trials alone flatters a group that reaches the target less often.
+  if (std::any_of(reach.begin(), reach.end(), [](const Reach& rc) { return rc.reached < rc.trials; })) {
+    t.notes.push_back("best and median: of the trials that reached the target (fraction); compare --metric " +
+                      o.series + "@reach=" + num(o.target, 10) +
+                      " tests the groups with the log-rank test, which counts the others too");
+  }
   t.notes.push_back(
       "time: measured, each reaching trial's wall clock when it finished that step (train time_s, the evaluations "
       "before it included), on the processes and threads it ran with (simulated workers share one process); the "
