@@ -383,6 +383,29 @@ Test logrank(const std::vector<Censored>& groups) {
   return {chi2, df, bm::cdf(bm::complement(bm::chi_squared(df), std::max(chi2, 0.0))), kNaN};
 }
 
+Survival kaplan_meier(const Censored& g) {
+  if (g.time.size() != g.event.size()) throw UsageError("Kaplan-Meier: the times and events differ in count");
+  std::vector<double> times;
+  for (std::size_t i = 0; i < g.time.size(); ++i) {
+    if (g.event[i]) times.push_back(g.time[i]);
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  Survival out;
+  double s = 1;
+  for (const double t : times) {
+    double at_risk = 0, events = 0;
+    for (std::size_t i = 0; i < g.time.size(); ++i) {
+      at_risk += g.time[i] >= t;
+      events += g.time[i] == t && g.event[i];
+    }
+    s *= 1 - events / at_risk;
+    out.time.push_back(t);
+    out.survival.push_back(s);
+  }
+  return out;
+}
+
 std::vector<double> holm(const std::vector<double>& p) {
   std::vector<std::size_t> idx(p.size());
   std::iota(idx.begin(), idx.end(), 0);

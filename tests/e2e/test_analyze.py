@@ -361,7 +361,7 @@ class Analyze(TempFolderTest):
                 (["curves", "--series", "accuracy"], "eval series 'accuracy' does not exist; series: "),
                 (["summary", "--format", "xml"], "--format: 'xml' is not one of: table, markdown, csv, json, latex"),
                 (["plot", "--kind", "bars", "--output", "x.png"],
-                 "--kind: 'bars' is not one of: summary, curves, steps, best_lr, scaling")):
+                 "--kind: 'bars' is not one of: summary, curves, reach, steps, best_lr, scaling")):
             out = self.analyze(args[0], self.main, *args[1:], status=2)
             self.assertIn(message, out)
         out = self.analyze("summary", self.batch, "--where", "batch_size=5", "--metric", "test_accuracy@step=3",
@@ -1014,6 +1014,7 @@ class Analyze(TempFolderTest):
     def test_plots(self):
         for kind, args in (("summary", ["--by", "overlap,sync_period", "--where", "lr=0.05"]),
                            ("curves", ["--by", "sync_period", "--where", "lr=0.05", "--x", "epoch"]),
+                           ("reach", ["--target", "0.5", "--by", "sync_period", "--where", "lr=0.05"]),
                            ("steps", ["--target", "0.5"]), ("best_lr", ["--target", "0.5"])):
             for ext in ("png", "svg"):
                 path = os.path.join(self.tmp, f"{kind}.{ext}")
@@ -1026,6 +1027,20 @@ class Analyze(TempFolderTest):
                     self.assertIn(b"lr=0.05", content)
         out = self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap", "--output", "x.pdf", status=2)
         self.assertIn("must end in .png or .svg", out)
+        # reach: a line per group named with how many of its runs reached the target, as the summary of
+        # test_accuracy@reach=0.5 counts them.
+        reached = {r["sync_period"]: r["n"] for r in csv.DictReader(io.StringIO(self.analyze(
+            "summary", self.main, "--by", "sync_period", "--where", "lr=0.05", "--metric", "test_accuracy@reach=0.5",
+            "--format", "csv")))}
+        with open(os.path.join(self.tmp, "reach.svg")) as f:
+            svg = f.read()
+        for period, runs in (("1", 6), ("4", 3)):
+            self.assertIn(f"sync_period={period} ({reached[period]} of {runs})", svg)
+        for args, message in ((["--x", "epoch"], "--x: 'epoch' plot --kind reach draws against step or time_s"),
+                              ([], "plot --kind reach needs --target VALUE")):
+            target = [] if not args else ["--target", "0.5"]
+            self.assertIn(message, self.analyze("plot", self.main, "--kind", "reach", *target, *args, "--output",
+                                                os.path.join(self.tmp, "r.png"), status=2))
         # Short line names stand beside the graph, long ones (several keys) below it.
         for kind, by, where in (("curves", "overlap", "beside"), ("curves", "overlap,sync_period,lr", "below"),
                                 ("summary", "sync_period,overlap", "beside")):

@@ -142,6 +142,16 @@ class AgainstScipy(unittest.TestCase):
             self.assertEqual(df, len(groups) - 1)
         self.assertTrue(any(e.min() == 0 for groups in cases for _, e in groups), "no censored run: a weak check")
         print(f"{len(cases)} log-rank tests agree with statsmodels' survdiff")
+        # plot --kind reach draws 1 - S(t), the Kaplan-Meier estimate, per group.
+        SurvfuncRight = self.statsmodels("statsmodels.duration.survfunc").SurvfuncRight
+        groups = [g for groups in cases for g in groups]
+        lines = ["kaplan_meier;" + ";".join(",".join(repr(float(v)) for v in part) for part in g) for g in groups]
+        for (t, e), row in zip(groups, stats_check(lines)):
+            times, survival = (np.array(list(map(float, part.split()))) for part in row.split("|"))
+            ref = SurvfuncRight(t, e)
+            np.testing.assert_allclose(times, ref.surv_times, rtol=1e-12)
+            np.testing.assert_allclose(survival, ref.surv_prob, rtol=1e-9)
+        print(f"{len(groups)} Kaplan-Meier estimates agree with statsmodels' SurvfuncRight")
 
     def test_interval_of_a_difference(self):
         # compare's "95% CI of b - a": Welch's interval (SciPy 1.10 has no confidence_interval(): its t quantile

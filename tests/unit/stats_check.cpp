@@ -50,6 +50,14 @@ int main() {
       std::printf("%.17g %.17g %.17g\n", t.statistic, t.p, t.df);
       continue;
     }
+    if (name == "kaplan_meier") {  // time;event: "t1 t2 ... | s1 s2 ..."
+      const Survival k = kaplan_meier({g[0], std::vector<bool>(g[1].begin(), g[1].end())});
+      for (double t : k.time) std::printf("%.17g ", t);
+      std::printf("|");
+      for (double v : k.survival) std::printf(" %.17g", v);
+      std::printf("\n");
+      continue;
+    }
     if (name == "tost") {  // a;b;margin[;alpha]: "df p ci_low ci_high" (the 1 - 2 alpha interval)
       const Equivalence e = welch_tost(g[0], g[1], g[2].at(0), g.size() > 3 ? g[3].at(0) : 0.05);
       std::printf("%.17g %.17g %.17g %.17g\n", e.df, e.p, e.ci_low, e.ci_high);

@@ -131,7 +131,10 @@ void require_batch_key(const Options& o) {
 }
 
 void check_target(const Options& o) {
-  if (std::isnan(o.target)) throw UsageError("steps-to-result needs --target VALUE (e.g. 0.9 for 90 % accuracy)");
+  if (std::isnan(o.target)) {
+    throw UsageError((o.command == "plot" ? "plot --kind " + o.kind : o.command) +
+                     " needs --target VALUE (e.g. 0.9 for 90 % accuracy)");
+  }
   if (o.series.find("accuracy") != std::string::npos && !(o.target > 0 && o.target <= 1)) {
     throw ConfigError("target", num(o.target), "must be in (0, 1]: " + o.series + " is a fraction (0.9 for 90 %)");
   }

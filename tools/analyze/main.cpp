@@ -40,6 +40,7 @@ commands:
   report           --by K1,K2 [--factor F] [--target T] --output FOLDER: report.md with the summary, the
                    factorial ANOVA, the comparisons of F, steps and time to T, the figures, each with its command
   plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command);
+                   --kind reach --target T [--by K] [--x step|time_s]: the fraction of runs at T (Kaplan-Meier);
                    --kind scaling [--by K]: samples/s against workers from throughput tables, with linear scaling
 
 An option the command does not read is refused (say, --output with summary).
@@ -77,11 +78,11 @@ int main(int argc, char** argv) {
         "compare, report: the equivalence test's level (its interval is 1 - 2 alpha); power: the tests' level")(
         "power", po::value(&o.power)->default_value(0.8, "0.8"), "power: required power")(
         "series", po::value(&o.series)->default_value(o.series), "curves / steps-to-result: eval series")(
-        "x", po::value(&o.x)->default_value(o.x), "curves: step, epoch, samples or time_s")(
+        "x", po::value(&o.x)->default_value(o.x), "curves: step, epoch, samples or time_s; plot --kind reach: step or time_s")(
         "target", po::value(&o.target), "steps-to-result, report: the goal value of the series")(
         "throughput", po::value(&o.throughput),
         "steps-to-result: a throughput.h5 of --mode throughput; adds steps/s and the estimated time to result")(
-        "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, steps, best_lr or scaling")(
+        "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, reach, steps, best_lr or scaling")(
         "interval", po::value(&o.interval)->default_value(o.interval),
         "curves, plot summary|curves: what the bars and bands show: ci95 (95 % t interval of the mean), sd "
         "(+/- 1 standard deviation), sem, range (min to max) or none")(

@@ -17,8 +17,8 @@ namespace {
 // compare, steps-to-result, the summary and curves figures).
 const std::map<std::string, std::set<std::string>>& readers() {
   static const std::map<std::string, std::set<std::string>> table = {
-      {"by", {"runs", "summary", "curves", "steps-to-result", "report", "plot:summary", "plot:curves", "plot:steps",
-              "plot:best_lr", "plot:scaling"}},
+      {"by", {"runs", "summary", "curves", "steps-to-result", "report", "plot:summary", "plot:curves", "plot:reach",
+              "plot:steps", "plot:best_lr", "plot:scaling"}},
       {"metric", {"runs", "summary", "compare", "anova", "power", "report", "plot:summary"}},
       {"factor", {"compare", "power", "report"}},
       {"within", {"compare", "anova", "power", "report"}},
@@ -31,14 +31,14 @@ const std::map<std::string, std::set<std::string>>& readers() {
       {"format", {"runs", "summary", "compare", "anova", "power", "curves", "steps-to-result", "throughput"}},
       {"effect", {"power"}},
       {"power", {"power"}},
-      {"series", {"curves", "steps-to-result", "report", "plot:curves", "plot:steps", "plot:best_lr"}},
-      {"x", {"curves", "report", "plot:curves"}},
-      {"target", {"steps-to-result", "report", "plot:steps", "plot:best_lr"}},
+      {"series", {"curves", "steps-to-result", "report", "plot:curves", "plot:reach", "plot:steps", "plot:best_lr"}},
+      {"x", {"curves", "report", "plot:curves", "plot:reach"}},
+      {"target", {"steps-to-result", "report", "plot:reach", "plot:steps", "plot:best_lr"}},
       {"throughput", {"steps-to-result"}},
-      {"kind", {"plot:summary", "plot:curves", "plot:steps", "plot:best_lr", "plot:scaling"}},
+      {"kind", {"plot:summary", "plot:curves", "plot:reach", "plot:steps", "plot:best_lr", "plot:scaling"}},
       {"interval", {"curves", "report", "plot:summary", "plot:curves"}},
       {"style", {"report", "plot:summary"}},
-      {"output", {"report", "plot:summary", "plot:curves", "plot:steps", "plot:best_lr", "plot:scaling"}},
+      {"output", {"report", "plot:summary", "plot:curves", "plot:reach", "plot:steps", "plot:best_lr", "plot:scaling"}},
   };
   return table;
 }
@@ -46,7 +46,7 @@ const std::map<std::string, std::set<std::string>>& readers() {
 }  // namespace
 
 const std::vector<std::string>& plot_kinds() {
-  static const std::vector<std::string> kinds = {"summary", "curves", "steps", "best_lr", "scaling"};
+  static const std::vector<std::string> kinds = {"summary", "curves", "reach", "steps", "best_lr", "scaling"};
   return kinds;
 }
 

@@ -1,5 +1,5 @@
-// dpstudy-analyze plot: the summary, curves, steps and best learning rate
-// figures through gnuplot (the scaling figure: scaling.cpp).
+// dpstudy-analyze plot: the summary, curves, reach, steps and best learning
+// rate figures through gnuplot (the scaling figure: scaling.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -184,6 +184,44 @@ std::string plot(const Runs& r, const Options& o) {
            << gnuplot_quoted(with_unit(o.series, metric_unit(r, o.series))) << " noenhanced\nset key noenhanced\n"
            << "set title " << plot_title("learning curves: " + mean_and(o) + " over seeds", o) << "\n"
            << key_placement(longest_title) << "plot ";
+    for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
+  } else if (o.kind == "reach") {
+    // The fraction of a group's runs at the target by each step (second): 1 - the Kaplan-Meier
+    // survival, so a run that ended without reaching it still counts in the runs at risk.
+    check_target(o);
+    if (o.x != "step" && o.x != "time_s") throw ConfigError("x", o.x, "plot --kind reach draws against step or time_s");
+    const std::string metric = o.series + (o.x == "time_s" ? "@reach_time=" : "@reach=") + format_number(o.target);
+    const std::vector<Group> groups = group_runs(r, o.by, false);
+    const std::vector<std::string> names = line_names(o.by, groups);
+    std::vector<std::string> plots;
+    std::size_t longest_title = 0;
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+      const stats::Censored c = censored_times(r, groups[gi].runs, metric);
+      if (c.time.empty()) continue;
+      const stats::Survival km = stats::kaplan_meier(c);
+      data << "0 0\n";
+      double fraction = 0;
+      for (std::size_t i = 0; i < km.time.size(); ++i) {
+        fraction = 1 - km.survival[i];
+        data << format_number(km.time[i]) << " " << format_number(fraction) << "\n";
+      }
+      // Flat to the longest run: where the estimate stops.
+      data << format_number(*std::max_element(c.time.begin(), c.time.end())) << " " << format_number(fraction)
+           << "\n\n\n";
+      const auto reached = std::count(c.event.begin(), c.event.end(), true);
+      const std::string title = names[gi] + " (" + std::to_string(reached) + " of " + std::to_string(c.time.size()) + ")";
+      longest_title = std::max(longest_title, title.size());
+      plots.push_back("datafile index " + std::to_string(plots.size()) + " using 1:2 with steps lw 2 lc " +
+                      std::to_string(plots.size() + 1) + " title " + gnuplot_quoted(title));
+    }
+    if (plots.empty()) throw UsageError("plot --kind reach: no completed run to draw");
+    const bool loss = o.series.find("loss") != std::string::npos;
+    script << "set yrange [0:1.02]\nset xlabel " << gnuplot_quoted(o.x == "time_s" ? "time_s (s)" : "step")
+           << " noenhanced\nset ylabel "
+           << gnuplot_quoted("fraction of runs at " + o.series + (loss ? " <= " : " >= ") + num(o.target))
+           << " noenhanced\nset key noenhanced\nset title "
+           << plot_title("runs at the target (Kaplan-Meier; runs that never reached it count until they ended)", o)
+           << "\n" << key_placement(longest_title) << "plot ";
     for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
   } else if (o.kind == "steps") {
     require_batch_key(o);

@@ -66,6 +66,13 @@ struct Censored {
 // group). A censored observation is at risk at its own time. UsageError when
 // no group has an event, or a group no observation.
 Test logrank(const std::vector<Censored>& groups);
+// The Kaplan-Meier estimate of the survival function S(t) (the fraction not yet
+// at the event) at each distinct event time, ascending; statsmodels'
+// SurvfuncRight(time, status).surv_times and .surv_prob.
+struct Survival {
+  std::vector<double> time, survival;
+};
+Survival kaplan_meier(const Censored& group);
 // Factorial ANOVA: a linear model of every main effect and interaction of k
 // categorical factors, with Type II sums of squares (each term adjusted for
 // every term that does not contain it; R's car::Anova, statsmodels'
