@@ -775,8 +775,12 @@ class Analyze(TempFolderTest):
             text = f.read()
         commands = re.findall(r"```sh\ndpstudy-analyze (.*)\n```", text)
         self.assertEqual([c.split()[0] for c in commands],
-                         ["summary", "anova", "compare", "steps-to-result", "plot", "plot"])
-        shown = dict(zip(["summary", "anova", "compare", "steps", "plot summary", "plot curves"], commands))
+                         ["summary", "anova", "compare", "steps-to-result", "plot", "plot", "plot"])
+        shown = dict(zip(["summary", "anova", "compare", "steps", "plot summary", "plot curves", "plot reach"],
+                         commands))
+        self.assertIn("--kind reach", shown["plot reach"])
+        self.assertIn("--series test_loss --target 1.5 --by overlap,sync_period --output reach.png",
+                      shown["plot reach"])
         self.assertIn("## Steps and time to test_loss <= 1.5", text)
         self.assertIn("--target 1.5 --by overlap,sync_period", shown["steps"])
         self.assertIn("--series test_loss", shown["steps"])
@@ -799,7 +803,7 @@ class Analyze(TempFolderTest):
             if args[0] != "plot":
                 for table in r.stdout.strip().split("\n\n**"):
                     self.assertIn(table.strip().lstrip("*"), text, command)
-        for png in ("summary.png", "curves.png"):
+        for png in ("summary.png", "curves.png", "reach.png"):
             with open(os.path.join(alone, png), "rb") as f:
                 self.assertTrue(f.read(8).startswith(b"\x89PNG"))
         # A part its command alone would refuse (a key of one value) says why instead of a half-made table.

@@ -185,6 +185,10 @@ void report(const Runs& r, const Options& o) {
   figure("summary", std::vector<std::string>(o.by.begin(), o.by.begin() + std::min<std::size_t>(2, o.by.size())),
          "summary.png");
   figure("curves", {o.by[0]}, "curves.png");
+  if (!std::isnan(o.target)) {
+    figure("reach", std::vector<std::string>(o.by.begin(), o.by.begin() + std::min<std::size_t>(2, o.by.size())),
+           "reach.png");
+  }
   if (!timed.empty()) {
     Options f = o;
     f.dirs = timed;
