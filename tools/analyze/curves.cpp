@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -142,26 +143,27 @@ void check_target(const Options& o) {
 
 std::vector<Reach> reach_of(const Runs& r, const Options& o) {
   check_target(o);
-  const bool lower_is_better = o.series.find("loss") != std::string::npos;
+  // The times to the target as metrics (data.hpp): NaN where a run never reached it.
+  const std::string steps_metric = o.series + "@reach=" + format_number(o.target);
+  const std::string seconds_metric = o.series + "@reach_time=" + format_number(o.target);
   std::vector<Reach> out;
   for (const Group& g : group_runs(r, o.by, true)) {
     Reach rc;
     rc.key_values = g.key_values;
+    rc.trials = std::int64_t(g.runs.size());
+    std::vector<const Run*> completed;  // diverged: infeasible
+    std::copy_if(g.runs.begin(), g.runs.end(), std::back_inserter(completed), [](const Run* run) { return run->completed(); });
+    const std::vector<double> all_steps = metric_values(r, completed, steps_metric);
+    const std::vector<double> all_seconds = metric_values(r, completed, seconds_metric);
     std::vector<double> steps, seconds;
-    for (const Run* run : g.runs) {
-      ++rc.trials;
-      if (!run->completed()) continue;  // diverged: infeasible
-      const auto y = series(*run, o.series);
-      const auto s = series(*run, "step");
-      const std::vector<std::int64_t> step_numbers(s.begin(), s.end());
-      const std::int64_t first = first_reaching(step_numbers, y, o.target, lower_is_better);
-      if (first < 0) continue;
-      steps.push_back(double(first));
-      seconds.push_back(time_at_step(*run, series(*run, "time_s", true), double(first)));
-      if (std::isnan(rc.best) || double(first) < rc.best) {
-        rc.best = double(first);
-        const auto lr = run->numbers.find("lr");
-        rc.best_lr = lr == run->numbers.end() ? std::nan("") : lr->second;
+    for (std::size_t i = 0; i < completed.size(); ++i) {
+      if (std::isnan(all_steps[i])) continue;
+      steps.push_back(all_steps[i]);
+      seconds.push_back(all_seconds[i]);
+      if (std::isnan(rc.best) || all_steps[i] < rc.best) {
+        rc.best = all_steps[i];
+        const auto lr = completed[i]->numbers.find("lr");
+        rc.best_lr = lr == completed[i]->numbers.end() ? std::nan("") : lr->second;
       }
     }
     rc.reached = std::int64_t(steps.size());
