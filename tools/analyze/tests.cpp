@@ -167,6 +167,10 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
     }
     std::vector<std::vector<double>> values;
     for (const Group& g : levels) values.push_back(finite(metric_values(fr, g.runs, o.metric)));
+    std::vector<stats::Censored> times;  // a time to a goal's runs, for the log-rank test
+    if (goal) {
+      for (const Group& g : levels) times.push_back(censored_times(fr, g.runs, o.metric));
+    }
     if (levels.size() >= 2) {
       for (const auto& [name, fn] : std::vector<std::pair<std::string, stats::Test (*)(const std::vector<std::vector<double>>&)>>{
                {"one-way ANOVA", stats::anova}, {"Welch ANOVA", stats::welch_anova}, {"Kruskal-Wallis", stats::kruskal}}) {
@@ -180,8 +184,6 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
         }
       }
       if (goal) {
-        std::vector<stats::Censored> times;
-        for (const Group& g : levels) times.push_back(censored_times(fr, g.runs, o.metric));
         try {
           const stats::Test t = stats::logrank(times);
           omni.rows.push_back({fam, "log-rank", num(t.statistic), num(t.df), "-", pval(t.p), stats::significance(t.p)});
@@ -204,9 +206,7 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       const std::string what = fam + ", " + levels[p.a].key_values[0] + " vs " + levels[p.b].key_values[0];
       welch.push_back(p_or_nan([&] { return stats::welch_t(b, a); }, pw.notes, what + ", Welch"));
       if (goal) {
-        const std::vector<stats::Censored> two = {censored_times(fr, levels[p.a].runs, o.metric),
-                                                  censored_times(fr, levels[p.b].runs, o.metric)};
-        lr.push_back(p_or_nan([&] { return stats::logrank(two); }, pw.notes, what + ", log-rank"));
+        lr.push_back(p_or_nan([&] { return stats::logrank({times[p.a], times[p.b]}); }, pw.notes, what + ", log-rank"));
       }
       mwu.push_back(p_or_nan([&] { return stats::mann_whitney_u(b, a); }, pw.notes, what + ", Mann-Whitney"));
       // Named, not a structured binding: C++17 lets no lambda capture one (GCC allows it, Clang before 16 not).
