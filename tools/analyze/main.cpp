@@ -77,9 +77,11 @@ int main(int argc, char** argv) {
         "alpha", po::value(&o.alpha)->default_value(0.05, "0.05"),
         "compare, report: the equivalence test's level (its interval is 1 - 2 alpha); power: the tests' level")(
         "power", po::value(&o.power)->default_value(0.8, "0.8"), "power: required power")(
-        "series", po::value(&o.series)->default_value(o.series), "curves / steps-to-result: eval series")(
+        "series", po::value(&o.series)->default_value(o.series),
+        "curves, steps-to-result, report, plot curves|reach|steps|best_lr: eval series")(
         "x", po::value(&o.x)->default_value(o.x), "curves: step, epoch, samples or time_s; plot --kind reach: step or time_s")(
-        "target", po::value(&o.target), "steps-to-result, report: the goal value of the series")(
+        "target", po::value(&o.target),
+        "steps-to-result, report, plot reach|steps|best_lr: the goal value of the series")(
         "throughput", po::value(&o.throughput),
         "steps-to-result: a throughput.h5 of --mode throughput; adds steps/s and the estimated time to result")(
         "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, reach, steps, best_lr or scaling")(
