@@ -806,6 +806,12 @@ class Analyze(TempFolderTest):
         for png in ("summary.png", "curves.png", "reach.png"):
             with open(os.path.join(alone, png), "rb") as f:
                 self.assertTrue(f.read(8).startswith(b"\x89PNG"))
+        # Made again without --target, the report takes its reach figure away with it.
+        self.assertTrue(os.path.exists(os.path.join(folder, "reach.png")))
+        out = self.analyze("report", self.main, "--by", "overlap,sync_period", "--where", "lr<1", "--output", folder)
+        self.assertIn("removed " + os.path.join(folder, "reach.png") + " (an earlier report's)", out)
+        self.assertFalse(os.path.exists(os.path.join(folder, "reach.png")))
+        self.assertTrue(os.path.exists(os.path.join(folder, "summary.png")))
         # A part its command alone would refuse (a key of one value) says why instead of a half-made table.
         self.analyze("report", self.main, "--by", "overlap,sync_period", "--factor", "overlap", "--where",
                      "sync_period=1", "--output", folder)

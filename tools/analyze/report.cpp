@@ -212,6 +212,13 @@ void report(const Runs& r, const Options& o) {
   }
   unless_done.keep = true;
   std::printf("wrote %s\n", path.c_str());
+  // A figure of an earlier report that this one has not (no --target, no throughput table now)
+  // would sit beside report.md as if it were current.
+  for (const auto& [file, made] : {std::pair<const char*, bool>{"reach.png", !std::isnan(o.target)},
+                                   std::pair<const char*, bool>{"scaling.png", !timed.empty()}}) {
+    const fs::path stale = fs::path(o.output) / file;
+    if (!made && fs::remove(stale, ec)) std::printf("removed %s (an earlier report's)\n", stale.string().c_str());
+  }
 }
 
 }  // namespace dpstudy::analyze
