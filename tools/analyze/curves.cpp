@@ -20,20 +20,6 @@
 
 namespace dpstudy::analyze {
 
-namespace {
-
-// The run's wall clock when it finished training step `step` (1-based), from its
-// train series time_s `t`: the evaluations before that step included.
-double time_at_step(const Run& run, const std::vector<double>& t, double step) {
-  if (!(step >= 1 && step <= double(t.size()))) {
-    throw Error(run.file + ": eval/step " + format_number(step) + " is not a training step (1 to " +
-                std::to_string(t.size()) + "; a damaged or edited run file)");
-  }
-  return t[std::size_t(step) - 1];
-}
-
-}  // namespace
-
 std::vector<Curve> curves_of(const Runs& r, const Options& o) {
   if (o.x != "step" && o.x != "epoch" && o.x != "samples" && o.x != "time_s") {
     throw ConfigError("x", o.x, "is not one of: step, epoch, samples, time_s");

@@ -316,6 +316,14 @@ std::vector<double> series_in(const h5::Group& g, const std::string& name, const
 
 }  // namespace
 
+double time_at_step(const Run& run, const std::vector<double>& t, double step) {
+  if (!(step >= 1 && step <= double(t.size()))) {
+    throw Error(run.file + ": eval/step " + format_number(step) + " is not a training step (1 to " +
+                std::to_string(t.size()) + "; a damaged or edited run file)");
+  }
+  return t[std::size_t(step) - 1];
+}
+
 std::vector<double> series(const Run& run, const std::string& name, bool train) {
   const h5::File f = h5::File::open_read(run.file);
   const char* what = train ? "train" : "eval";
@@ -359,12 +367,8 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
       } else if (!reach->seconds) {
         out.push_back(double(first));
       } else {
-        const std::vector<double> t = series_in(f.root().open_group("train"), "time_s", "train", run->file);
-        if (first > std::int64_t(t.size())) {
-          throw Error(run->file + ": eval/step " + std::to_string(first) + " is not a training step (1 to " +
-                      std::to_string(t.size()) + "; a damaged or edited run file)");
-        }
-        out.push_back(t[std::size_t(first) - 1]);
+        out.push_back(time_at_step(*run, series_in(f.root().open_group("train"), "time_s", "train", run->file),
+                                   double(first)));
       }
     }
     return out;

@@ -106,6 +106,9 @@ std::string format_number(double v);
 std::vector<double> finite(std::vector<double> v);
 std::vector<std::string> split_list(const std::string& text);
 
+// The run's wall clock when it finished training step `step` (1-based), from its train
+// series time_s `t` (the evaluations before that step included); Error for a step it lacks.
+double time_at_step(const Run& run, const std::vector<double>& t, double step);
 // One run's eval series (or train series when `train` is set), by name.
 std::vector<double> series(const Run& run, const std::string& name, bool train = false);
 
