@@ -49,7 +49,16 @@ int StudyJob::finish(bool stopped, bool mixed) {
   }
   const std::string& name = job_.request.name;
   const std::string& study_dir = job_.request.study_dir;
-  if (stopped) {
+  // A signal to some of the job's processes stops their run; the others may
+  // finish every run meanwhile, and then there is nothing to resume.
+  const bool complete = elsewhere == 0 && g_.reproduce.empty();
+  if (stopped && complete) {
+    out_.line("# study " + name + " done: " + std::to_string(indexed) + " runs in " + study_dir + "/index.h5; " +
+                  stop_cause() + " came, but every run is finished (a run it stopped was finished by other "
+                  "processes of the job): nothing to resume",
+              0);
+    stopped = false;
+  } else if (stopped) {
     out_.line("# study " + name + " stopped by " + stop_cause() + ": " + std::to_string(plan_.size() - elsewhere) +
                   " of " + std::to_string(plan_.size()) + " runs done, " + std::to_string(indexed) + " in " + study_dir +
                   "/index.h5; " +

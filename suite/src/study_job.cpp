@@ -51,10 +51,10 @@ int StudyJob::run() {
   const bool mixed = session_.max(other_data_seen_.empty() ? 0.0 : 1.0) > 0;
   const int status = lead_ ? finish(stopped, mixed) : 0;
   if (!stopped) return status;
-  // All exit with 5, after the index is written: under srun --kill-on-bad-exit
-  // the first to exit ends the others.
-  session_.barrier();
-  return status == 2 ? 2 : 5;  // a study pooling two copies' runs is not to be resumed as it is
+  // All exit with the lead's status (5, or 0 when the job's other processes
+  // finished every run meanwhile), after the index is written: under srun
+  // --kill-on-bad-exit the first to exit ends the others.
+  return int(session_.max(lead_ ? double(status) : 0.0));
 }
 
 // What a run file is now (0: none), to notice one that another job writes or

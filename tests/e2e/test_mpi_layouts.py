@@ -190,6 +190,24 @@ class Layouts(TempFolderTest):
                 self.assertIn("resuming from its checkpoint at step 25", text)
                 self.same_as_one_process(out, args[:-4])
 
+    def test_a_run_one_group_stopped_is_finished_by_another(self):
+        # Two groups of one process: rank 1 alone gets SIGTERM in its run, which it
+        # checkpoints; rank 0 then resumes that run from its checkpoint. Every run
+        # is finished, so the job exits 0 and says there is nothing to resume.
+        args = ["--workers", "2", "--sync_period", "1,4", "--procs_per_run", "1"]
+        out = os.path.join(self.tmp, "finished-by-another")
+        env = dict(ENV, DPSTUDY_TEST_KILL_AT="step:25", DPSTUDY_TEST_KILL_SIGNAL="TERM", DPSTUDY_TEST_KILL_RANK="1")
+        r, _ = self.study(out, 2, *args, env=env)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        runs = os.path.join(out, "s", "runs")
+        self.assertEqual(sorted(f for f in os.listdir(runs) if not f.endswith(".h5") or ".ckpt." in f), [])
+        with open(os.path.join(out, "s", "log.txt")) as log:
+            text = log.read()
+        self.assertIn("resuming from its checkpoint at step 25", text)
+        self.assertRegex(text, r"# study s done: 2 runs in .*; a signal to another process came, but every run is "
+                               r"finished .*: nothing to resume")
+        self.same_as_one_process(out, args[:-2])
+
     def test_a_checkpoint_unreadable_on_one_process_restarts_the_run_on_all(self):
         # A read that fails on rank 1 alone (a parallel file system): both start
         # over together, rather than training from different steps.
