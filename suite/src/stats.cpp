@@ -392,7 +392,7 @@ Survival kaplan_meier(const Censored& g) {
   std::sort(times.begin(), times.end());
   times.erase(std::unique(times.begin(), times.end()), times.end());
   Survival out;
-  double s = 1;
+  double s = 1, greenwood = 0;
   for (const double t : times) {
     double at_risk = 0, events = 0;
     for (std::size_t i = 0; i < g.time.size(); ++i) {
@@ -400,10 +400,50 @@ Survival kaplan_meier(const Censored& g) {
       events += g.time[i] == t && g.event[i];
     }
     s *= 1 - events / at_risk;
+    greenwood += events < at_risk ? events / (at_risk * (at_risk - events)) : kNaN;
     out.time.push_back(t);
     out.survival.push_back(s);
+    out.se.push_back(s * std::sqrt(greenwood));
   }
   return out;
+}
+
+SurvivalQuantile km_quantile(const Censored& g, double p, double confidence) {
+  if (!(p > 0 && p < 1)) throw UsageError("Kaplan-Meier quantile: p must lie between 0 and 1");
+  const Survival k = kaplan_meier(g);
+  SurvivalQuantile q{kNaN, kNaN, kNaN};
+  // S is a step function: where it is flat at exactly 1 - p, the midpoint of the
+  // flat, as R's quantile.survfit and the median of uncensored values do. A flat
+  // that lasts to the end has no midpoint (R takes the last censored time as its
+  // end): the runs censored there ended without the event, which says nothing of
+  // when they would have had it.
+  const double tolerance = std::sqrt(std::numeric_limits<double>::epsilon());
+  for (std::size_t i = 0; i < k.time.size(); ++i) {
+    if (k.survival[i] > 1 - p + tolerance) continue;
+    if (k.survival[i] >= 1 - p - tolerance) {
+      if (i + 1 < k.time.size()) q.value = (k.time[i] + k.time[i + 1]) / 2;
+    } else {
+      q.value = k.time[i];
+    }
+    break;
+  }
+  // z-tests of S(t) = 1 - p at each event time on the cloglog scale, where
+  // g(x) = log(-log x) and g'(x) = -1 / (x log x); NaN (S = 0, or no Greenwood
+  // variance) is never inside.
+  const double z = bm::quantile(bm::normal(), 0.5 + confidence / 2);
+  const auto cloglog = [](double x) { return std::log(-std::log(x)); };
+  std::size_t first = k.time.size(), last = 0;
+  for (std::size_t i = 0; i < k.time.size(); ++i) {
+    const double s = k.survival[i];
+    const double r = (cloglog(s) - cloglog(1 - p)) / (-1 / (s * std::log(s)) * k.se[i]);
+    if (!(std::abs(r) <= z)) continue;
+    first = std::min(first, i);
+    last = i;
+  }
+  if (first == k.time.size()) return q;
+  q.low = k.time[first];
+  q.high = last + 1 < k.time.size() ? k.time[last + 1] : std::numeric_limits<double>::infinity();
+  return q;
 }
 
 std::vector<double> holm(const std::vector<double>& p) {

@@ -20,7 +20,7 @@ import unittest
 
 import h5py
 import numpy as np
-from statsmodels.duration.survfunc import survdiff
+from statsmodels.duration.survfunc import SurvfuncRight, survdiff
 
 from e2e_support import TempFolderTest, make_fixtures
 
@@ -682,6 +682,33 @@ class Analyze(TempFolderTest):
             "summary", folder, "--by", "lr", "--metric", "steps_to_goal", "--format", "csv")))}
         self.assertEqual(goal_given["0.05"]["mean (step)"], recorded["0.05"]["mean (step)"])
         self.assertEqual(goal_given["1e-06"]["n"], "0")
+        # The Kaplan-Meier median counts the runs that never reached the goal, censored at their end: where
+        # every run reached it, the median; where none did, none; and over all four runs, half of which never
+        # reached it, none either, though the runs that did have a median.
+        self.assertEqual(recorded["0.05"]["KM median (step)"], recorded["0.05"]["median (step)"])
+        self.assertEqual(recorded["1e-06"]["KM median (step)"], "-")
+        # Its interval, as statsmodels computes it from each run's step at the goal or, if it never got
+        # there, its last step.
+        def column(metric, period):
+            return [float(r[metric + " (step)"].replace("-", "nan")) for r in csv.DictReader(io.StringIO(self.analyze(
+                "runs", self.main, "--where", "lr=0.05", "--where", f"sync_period={period}", "--metric", metric,
+                "--format", "csv")))]
+        km = {r["sync_period"]: r for r in csv.DictReader(io.StringIO(self.analyze(
+            "summary", self.main, "--by", "sync_period", "--where", "lr=0.05", "--metric", "test_accuracy@reach=0.5",
+            "--format", "csv")))}
+        bounded = 0
+        for period in ("1", "4"):
+            at, end = np.array(column("test_accuracy@reach=0.5", period)), np.array(column("steps", period))
+            with np.errstate(divide="ignore", invalid="ignore"):  # statsmodels' log(0) where S(t) = 0 or 1
+                ref = SurvfuncRight(np.where(np.isnan(at), end, at), (~np.isnan(at)).astype(int)).quantile_ci(0.5)
+            got = [float(km[period][f"KM ci95 {b} (step)"].replace("-", "nan")) for b in ("low", "high")]
+            np.testing.assert_array_equal(got, ref, err_msg=f"sync_period={period}")
+            bounded += np.isfinite(got).all()
+        self.assertGreater(bounded, 0, "no bounded interval: a weak check")
+        pooled = next(csv.DictReader(io.StringIO(self.analyze("summary", folder, "--metric", "steps_to_goal",
+                                                              "--format", "csv"))))
+        self.assertEqual((pooled["n"], pooled["KM median (step)"]), ("2", "-"))
+        self.assertNotEqual(pooled["median (step)"], "-")
         times = {r["lr"]: r for r in csv.DictReader(io.StringIO(self.analyze(
             "summary", folder, "--by", "lr", "--metric", "test_accuracy@reach_time=0.5", "--format", "csv")))}
         steps = {r["lr"]: r for r in csv.DictReader(io.StringIO(self.analyze(

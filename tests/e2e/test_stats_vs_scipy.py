@@ -147,11 +147,37 @@ class AgainstScipy(unittest.TestCase):
         groups = [g for groups in cases for g in groups]
         lines = ["kaplan_meier;" + ";".join(",".join(repr(float(v)) for v in part) for part in g) for g in groups]
         for (t, e), row in zip(groups, stats_check(lines)):
-            times, survival = (np.array(list(map(float, part.split()))) for part in row.split("|"))
+            times, survival, se = (np.array(list(map(float, part.split()))) for part in row.split("|"))
             ref = SurvfuncRight(t, e)
             np.testing.assert_allclose(times, ref.surv_times, rtol=1e-12)
             np.testing.assert_allclose(survival, ref.surv_prob, rtol=1e-9)
+            np.testing.assert_allclose(se, ref.surv_prob_se, rtol=1e-9)  # NaN where statsmodels has NaN
         print(f"{len(groups)} Kaplan-Meier estimates agree with statsmodels' SurvfuncRight")
+        # summary's KM median of a time to a goal and its interval; other quantiles and levels too.
+        quantiles = [(t, e, p, c) for t, e in groups for p, c in ((0.5, 0.95), (0.25, 0.9), (0.75, 0.99))]
+        # Small groups of ties as a study of 3 to 6 seeds gives (S = 0.5 exactly, every run reaching, none).
+        quantiles += [(np.array(t, float), np.array(e), 0.5, 0.95) for t, e in (
+            ([100, 100, 200, 300], [1, 1, 0, 0]), ([50, 100, 150, 200, 250, 300], [1, 1, 1, 1, 1, 1]),
+            ([400, 400, 400], [0, 0, 0]), ([100, 200, 200, 300, 400, 400], [1, 1, 1, 0, 1, 0]),
+            ([100, 200, 300], [1, 1, 1]))]
+        lines = ["km_quantile;" + ";".join(",".join(repr(float(v)) for v in part) for part in (t, e, [p], [c]))
+                 for t, e, p, c in quantiles]
+        finite = 0
+        for (t, e, p, c), row in zip(quantiles, stats_check(lines)):
+            got = list(map(float, row.split()))
+            ref = SurvfuncRight(t, e)
+            want = [ref.quantile(p), *ref.quantile_ci(p, alpha=1 - c, method="cloglog")]
+            # statsmodels takes the first time with S < 1 - p; where S is flat at exactly 1 - p, dpstudy takes
+            # the flat's midpoint, as R's quantile.survfit (values from R: test_stats.cpp), but not to the end.
+            flat = np.flatnonzero(np.isclose(ref.surv_prob, 1 - p, rtol=0, atol=1e-8))
+            if len(flat):
+                i = flat[0]
+                want[0] = (ref.surv_times[i] + ref.surv_times[i + 1]) / 2 if i + 1 < len(ref.surv_times) else np.nan
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=f"{t} {e} p={p} confidence={c}")
+            finite += np.isfinite(got).all()
+        self.assertGreater(finite, 10, "few quantiles with a bounded interval: a weak check")
+        self.assertTrue(any(np.isinf(float(row.split()[2])) for row in stats_check(lines)), "no open interval")
+        print(f"{len(quantiles)} Kaplan-Meier quantiles and their intervals agree with statsmodels' SurvfuncRight")
 
     def test_interval_of_a_difference(self):
         # compare's "95% CI of b - a": Welch's interval (SciPy 1.10 has no confidence_interval(): its t quantile

@@ -50,12 +50,19 @@ int main() {
       std::printf("%.17g %.17g %.17g\n", t.statistic, t.p, t.df);
       continue;
     }
-    if (name == "kaplan_meier") {  // time;event: "t1 t2 ... | s1 s2 ..."
+    if (name == "kaplan_meier") {  // time;event: "t1 t2 ... | s1 s2 ... | se1 se2 ..."
       const Survival k = kaplan_meier({g[0], std::vector<bool>(g[1].begin(), g[1].end())});
       for (double t : k.time) std::printf("%.17g ", t);
       std::printf("|");
       for (double v : k.survival) std::printf(" %.17g", v);
+      std::printf(" |");
+      for (double v : k.se) std::printf(" %.17g", v);
       std::printf("\n");
+      continue;
+    }
+    if (name == "km_quantile") {  // time;event;p;confidence: "value low high"
+      const SurvivalQuantile q = km_quantile({g[0], std::vector<bool>(g[1].begin(), g[1].end())}, g[2].at(0), g[3].at(0));
+      std::printf("%.17g %.17g %.17g\n", q.value, q.low, q.high);
       continue;
     }
     if (name == "tost") {  // a;b;margin[;alpha]: "df p ci_low ci_high" (the 1 - 2 alpha interval)

@@ -98,6 +98,37 @@ TEST(Logrank, ByHand) {
   EXPECT_NEAR(same.p, 1, 1e-12);
 }
 
+// summary's KM median of a time to a goal. Its values agree with R's survival
+// 3.5-3, quantile(survfit(Surv(time, event) ~ 1), 0.5), but where S is flat at
+// 0.5 to the end; the intervals are checked against statsmodels
+// (test_stats_vs_scipy.py).
+TEST(KaplanMeier, MedianAsR) {
+  using dpstudy::stats::Censored;
+  using dpstudy::stats::km_quantile;
+  const std::vector<bool> all(6, true);
+  EXPECT_EQ(km_quantile(Censored{{100, 200, 300, 400}, {true, true, true, true}}, 0.5).value, 250);  // the median
+  EXPECT_EQ(km_quantile(Censored{{50, 100, 150, 200, 250, 300}, all}, 0.5).value, 175);
+  EXPECT_EQ(km_quantile(Censored{{100, 200, 300}, {true, true, true}}, 0.5).value, 200);
+  // S = 5/6 at 100, 1/2 at 200 (flat past the censored 300), 1/4 at 400.
+  EXPECT_EQ(km_quantile(Censored{{100, 200, 200, 300, 400, 400}, {true, true, true, false, true, false}}, 0.5).value,
+            300);
+  EXPECT_EQ(km_quantile(Censored{{50, 100, 150, 150, 200, 250, 300, 350, 400, 450},
+                                 {true, true, true, false, true, true, false, true, true, false}},
+                        0.5)
+                .value,
+            250);
+  // Half reached at 100, the others ended at 200 and 300 without it: R says 200, the midpoint to the last
+  // censored time; here no median, since those runs say nothing of when they would have reached it.
+  EXPECT_TRUE(std::isnan(km_quantile(Censored{{100, 100, 200, 300}, {true, true, false, false}}, 0.5).value));
+  const auto none = km_quantile(Censored{{400, 400, 400}, {false, false, false}}, 0.5);
+  EXPECT_TRUE(std::isnan(none.value) && std::isnan(none.low) && std::isnan(none.high));
+  // Greenwood: at 100, 3/4 * sqrt(1 / (4 * 3)); none where every run at risk has the event.
+  const auto k = dpstudy::stats::kaplan_meier(Censored{{100, 200, 300, 400}, {true, true, true, true}});
+  EXPECT_NEAR(k.se[0], 0.75 * std::sqrt(1.0 / 12), 1e-15);
+  EXPECT_TRUE(std::isnan(k.se[3]));
+  EXPECT_THROW(km_quantile(Censored{{1}, {true}}, 1.0), dpstudy::UsageError);
+}
+
 TEST(Logrank, RefusesWhatItCannotTest) {
   using dpstudy::stats::Censored;
   const Censored events{{1, 2}, {true, true}}, none{{3, 3}, {false, false}}, empty{{}, {}};

@@ -24,7 +24,8 @@ const char* kUsage = R"(usage: dpstudy-analyze COMMAND STUDY_DIR... [options]
 commands:
   runs             [--by K1,K2] [--metric M]: one row per run: id, status, the run keys that tell the runs
                    apart (or the --by keys), the metric; --format csv for a spreadsheet
-  summary          --by K1,K2 [--metric M]: n, mean, sd, sem, 95 % t interval, median, min, max per group
+  summary          --by K1,K2 [--metric M]: n, mean, sd, sem, 95 % t interval, median, min, max per group;
+                   of a time to a goal also the Kaplan-Meier median, which counts the runs that never reached it
   compare          --factor K [--within K1,K2] [--baseline LEVEL] [--metric M] [--equivalence MARGIN [--alpha A]]:
                    ANOVA, Welch ANOVA, Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed),
                    Holm, Hedges' g; with a margin, whether each difference is shown to lie within it (TOST)

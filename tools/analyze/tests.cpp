@@ -23,12 +23,22 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
   for (const char* h : {"mean", "sd", "sem", "ci95 low", "ci95 high", "median", "min", "max"}) {
     t.headers.push_back(with_unit(h, unit));
   }
+  // A time to a goal: the statistics above are of the runs that reached it; the
+  // Kaplan-Meier median counts the others too, censored at their end.
+  const bool goal = is_goal_metric(o.metric);
+  if (goal) {
+    for (const char* h : {"KM median", "KM ci95 low", "KM ci95 high"}) t.headers.push_back(with_unit(h, unit));
+  }
   for (const Group& g : group_runs(r, o.by, o.include_diverged)) {
     const stats::Describe d = stats::describe(finite(metric_values(r, g.runs, o.metric)));
     std::vector<std::string> row = g.key_values;
     row.push_back(std::to_string(d.n));
     row.push_back(std::to_string(g.not_completed));
     for (double v : {d.mean, d.sd, d.sem, d.ci_low, d.ci_high, d.median, d.min, d.max}) row.push_back(num(v));
+    if (goal) {
+      const stats::SurvivalQuantile m = stats::km_quantile(censored_times(r, g.runs, o.metric), 0.5);
+      for (double v : {m.value, m.low, m.high}) row.push_back(num(v));
+    }
     t.rows.push_back(row);
     const std::string name = label(o.by, g.key_values);
     if (is_goal_metric(o.metric) && std::size_t(d.n) < g.runs.size()) {
@@ -45,6 +55,12 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
   }
   if (const std::string note = pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);
   if (const std::string note = goal_note(r, o.metric); !note.empty()) t.notes.push_back(note);
+  if (goal) {
+    t.notes.push_back("KM median: the Kaplan-Meier median " + std::string(unit.empty() ? "" : "(" + unit + ") ") +
+                      "of the group's runs, those that never reached the goal counted as censored at their end; '-' "
+                      "where half or more of them never reached it; KM ci95: its 95 % interval (Brookmeyer-Crowley), "
+                      "'inf' where the runs do not bound it above (docs/analysis.md)");
+  }
   return {t};
 }
 

@@ -69,10 +69,25 @@ Test logrank(const std::vector<Censored>& groups);
 // The Kaplan-Meier estimate of the survival function S(t) (the fraction not yet
 // at the event) at each distinct event time, ascending; statsmodels'
 // SurvfuncRight(time, status).surv_times and .surv_prob.
+// se: Greenwood's standard error of S(t) (surv_prob_se; NaN from a time at
+// which every observation at risk has the event).
 struct Survival {
-  std::vector<double> time, survival;
+  std::vector<double> time, survival, se;
 };
 Survival kaplan_meier(const Censored& group);
+// The time by which a fraction p of the group has had the event, from the
+// Kaplan-Meier estimate: the first event time with S(t) < 1 - p, or where S is
+// flat at exactly 1 - p the midpoint of the flat, as R's quantile.survfit (NaN
+// when S never falls below 1 - p, and where the flat lasts to the end, whose
+// midpoint R takes to the last censored time); with the confidence interval of
+// Brookmeyer and Crowley (1982) on the complementary log-log scale: from the
+// first event time at which S(t) = 1 - p is not rejected to the event time after
+// the last one (infinity when that is the last): statsmodels' SurvfuncRight
+// quantile_ci(p, alpha, "cloglog"), as SAS's LIFETEST.
+struct SurvivalQuantile {
+  double value, low, high;
+};
+SurvivalQuantile km_quantile(const Censored& group, double p, double confidence = 0.95);
 // Factorial ANOVA: a linear model of every main effect and interaction of k
 // categorical factors, with Type II sums of squares (each term adjusted for
 // every term that does not contain it; R's car::Anova, statsmodels'
