@@ -802,9 +802,9 @@ class Analyze(TempFolderTest):
             text = f.read()
         commands = re.findall(r"```sh\ndpstudy-analyze (.*)\n```", text)
         self.assertEqual([c.split()[0] for c in commands],
-                         ["summary", "anova", "compare", "steps-to-result", "plot", "plot", "plot"])
-        shown = dict(zip(["summary", "anova", "compare", "steps", "plot summary", "plot curves", "plot reach"],
-                         commands))
+                         ["summary", "anova", "compare", "steps-to-result", "summary", "compare", "plot", "plot", "plot"])
+        shown = dict(zip(["summary", "anova", "compare", "steps", "reach summary", "reach compare", "plot summary",
+                          "plot curves", "plot reach"], commands))
         self.assertIn("--kind reach", shown["plot reach"])
         self.assertIn("--series test_loss --target 1.5 --by overlap,sync_period --output reach.png",
                       shown["plot reach"])
@@ -812,6 +812,16 @@ class Analyze(TempFolderTest):
         self.assertIn("--target 1.5 --by overlap,sync_period", shown["steps"])
         self.assertIn("--series test_loss", shown["steps"])
         self.assertIn("| fastest time (s) | median time (s) |", text)
+        # The same steps with every run counted: Kaplan-Meier medians, and the log-rank test of --factor
+        # (without the margin of --equivalence, which is in the unit of --metric).
+        self.assertIn("## Steps to test_loss <= 1.5, every run counted", text)
+        self.assertIn("--metric 'test_loss@reach=1.5'", shown["reach summary"])
+        self.assertIn("| KM median (step) | KM ci95 low (step) | KM ci95 high (step) |", text)
+        self.assertIn("## Comparisons of overlap: steps to test_loss <= 1.5", text)
+        self.assertIn("--baseline 0.5 --factor overlap --within sync_period --metric 'test_loss@reach=1.5'",
+                      shown["reach compare"])
+        self.assertNotIn("--equivalence", shown["reach compare"])
+        self.assertIn("| log-rank |", text)
         self.assertIn("--include_diverged", shown["summary"])
         self.assertIn("--baseline 0.5 --equivalence 0.5 --alpha 0.025", shown["compare"])
         self.assertIn("--interval sd", shown["plot summary"])

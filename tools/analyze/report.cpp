@@ -101,13 +101,16 @@ void report(const Runs& r, const Options& o) {
       print(anova(r, a), Format::markdown, out);
     }
   }
+  // The comparisons' families: each combination of --within, or of the other --by keys.
+  std::vector<std::string> within = o.within;
+  if (within.empty()) {
+    for (const std::string& k : o.by) {
+      if (k != o.factor) within.push_back(k);
+    }
+  }
   if (!o.factor.empty()) {
     Options c = o;
-    if (c.within.empty()) {  // the other --by keys: one family per combination of them
-      for (const std::string& k : o.by) {
-        if (k != o.factor) c.within.push_back(k);
-      }
-    }
+    c.within = within;
     section("Comparisons of " + o.factor,
             command("compare", "", " --factor " + o.factor + (c.within.empty() ? "" : " --within " + join(c.within, ",")),
                     {"factor", "within"}));
@@ -120,9 +123,30 @@ void report(const Runs& r, const Options& o) {
   // How soon each group gets there: the other half of a study's question.
   if (!std::isnan(o.target)) {
     const bool loss = o.series.find("loss") != std::string::npos;
-    section("Steps and time to " + o.series + (loss ? " <= " : " >= ") + num(o.target),
-            command("steps-to-result", "", " --by " + by, {"by"}));
+    const std::string goal = o.series + (loss ? " <= " : " >= ") + num(o.target);
+    section("Steps and time to " + goal, command("steps-to-result", "", " --by " + by, {"by"}));
     print(steps_to_result(r, o), Format::markdown, out);
+    // The same steps with every run counted: the Kaplan-Meier median, and the
+    // log-rank test of --factor (the table above is of the runs that got there).
+    Options g = o;
+    std::string target;
+    for (const auto& [name, words] : o.typed) {
+      if (name == "target" && !words.empty()) target = words.back();  // as typed: its text is the metric's
+    }
+    g.metric = o.series + "@reach=" + target;
+    const std::string metric = " --metric " + shell_word(g.metric);
+    section("Steps to " + goal + ", every run counted", command("summary", "", " --by " + by + metric, {"by", "metric"}));
+    print(summary(r, g), Format::markdown, out);
+    if (!o.factor.empty() && refusal({o.factor}, "--factor").empty()) {
+      Options c = g;
+      c.within = within;
+      c.equivalence = 0;  // its margin is in the unit of --metric, not in steps
+      section("Comparisons of " + o.factor + ": steps to " + goal,
+              command("compare", "", " --factor " + o.factor + (within.empty() ? "" : " --within " + join(within, ",")) +
+                                     metric,
+                      {"factor", "within", "metric", "equivalence", "alpha"}));
+      print(compare(r, c), Format::markdown, out);
+    }
   }
   // The speed of the same sweep, where --mode throughput measured it into these folders too.
   const std::vector<std::string> timed = with_speed_table(o.dirs);
