@@ -709,6 +709,10 @@ class Analyze(TempFolderTest):
                                                               "--format", "csv"))))
         self.assertEqual((pooled["n"], pooled["KM median (step)"]), ("2", "-"))
         self.assertNotEqual(pooled["median (step)"], "-")
+        # S stays at 0.5 to the end, so nothing bounds the median above: inf, in LaTeX as infinity.
+        self.assertEqual(pooled["KM ci95 high (step)"], "inf")
+        self.assertRegex(self.analyze("summary", folder, "--metric", "steps_to_goal", "--format", "latex"),
+                         r" & [0-9.]+ & \$\\infty\$ \\\\\n")
         times = {r["lr"]: r for r in csv.DictReader(io.StringIO(self.analyze(
             "summary", folder, "--by", "lr", "--metric", "test_accuracy@reach_time=0.5", "--format", "csv")))}
         steps = {r["lr"]: r for r in csv.DictReader(io.StringIO(self.analyze(

@@ -50,6 +50,7 @@ std::string json_string(const std::string& s) {
 // Text mode: LaTeX's ten special characters, and < > (other glyphs in the default font encoding).
 std::string latex_cell(const std::string& s) {
   if (s == "-") return "--";  // no value: an en dash (a lone hyphen reads as a stray mark)
+  if (s == "inf") return "$\\infty$";  // an interval open above
   std::string out = s.rfind('[', 0) == 0 ? "{}" : "";  // not read as the optional argument of the \\ before it
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
