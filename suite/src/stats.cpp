@@ -35,8 +35,8 @@ double var_of(const std::vector<double>& x) {  // ddof = 1
 
 void need(std::size_t n, std::size_t at_least, const char* test) {
   if (n < at_least) {
-    throw UsageError(std::string(test) + " needs at least " + std::to_string(at_least) + (at_least == 1 ? " value" : " values") + " per group, got " +
-                     std::to_string(n));
+    throw UsageError(std::string(test) + " needs at least " + std::to_string(at_least) +
+                     (at_least == 1 ? " value" : " values") + " per group, got " + std::to_string(n));
   }
 }
 
