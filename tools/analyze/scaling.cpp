@@ -95,9 +95,8 @@ std::vector<std::string> plot_scaling(const Options& o) {
       const auto [at, fresh] = row_at.emplace(std::pair{it->second, workers}, i);
       if (!fresh) {
         std::vector<std::string> differ;
-        const auto differs = [&](const std::string& k) {
-          return p.s.columns.at(k)[i] != p.s.columns.at(k)[at->second];
-        };
+        const std::size_t earlier = at->second;  // a lambda may not capture a structured binding in C++17
+        const auto differs = [&](const std::string& k) { return p.s.columns.at(k)[i] != p.s.columns.at(k)[earlier]; };
         for (const std::string& k : p.keys) {
           // The global batch follows the batch at one worker count: the batch is the key to name.
           if (k != "workers" && differs(k) && !(k == kGlobalBatch && differs("batch_size"))) differ.push_back(k);
