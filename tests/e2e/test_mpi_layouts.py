@@ -191,10 +191,12 @@ class Layouts(TempFolderTest):
                 self.same_as_one_process(out, args[:-4])
 
     def test_a_run_one_group_stopped_is_finished_by_another(self):
-        # Two groups of one process: rank 1 alone gets SIGTERM in its run, which it
-        # checkpoints; rank 0 then resumes that run from its checkpoint. Every run
-        # is finished, so the job exits 0 and says there is nothing to resume.
-        args = ["--workers", "2", "--sync_period", "1,4", "--procs_per_run", "1"]
+        # Two groups of one process: rank 1 alone gets SIGTERM in its first run, which
+        # it checkpoints; rank 0 then resumes that run from its checkpoint. Every run
+        # is finished, so the job exits 0 and says there is nothing to resume. (16
+        # runs of 0.2 s: rank 0 is still taking runs when rank 1 stops, even if rank
+        # 1 started a second late; with 2 runs it had sometimes finished its own.)
+        args = ["--workers", "2", "--sync_period", "1,4", "--seeds", "8", "--procs_per_run", "1"]
         out = os.path.join(self.tmp, "finished-by-another")
         env = dict(ENV, DPSTUDY_TEST_KILL_AT="step:25", DPSTUDY_TEST_KILL_SIGNAL="TERM", DPSTUDY_TEST_KILL_RANK="1")
         r, _ = self.study(out, 2, *args, env=env)
@@ -204,7 +206,7 @@ class Layouts(TempFolderTest):
         with open(os.path.join(out, "s", "log.txt")) as log:
             text = log.read()
         self.assertIn("resuming from its checkpoint at step 25", text)
-        self.assertRegex(text, r"# study s done: 2 runs in .*; a signal to another process came, but every run is "
+        self.assertRegex(text, r"# study s done: 16 runs in .*; a signal to another process came, but every run is "
                                r"finished .*: nothing to resume")
         self.same_as_one_process(out, args[:-2])
 
