@@ -108,12 +108,11 @@ void report(const Runs& r, const Options& o) {
       if (k != o.factor) within.push_back(k);
     }
   }
+  const std::string families = " --factor " + o.factor + (within.empty() ? "" : " --within " + join(within, ","));
   if (!o.factor.empty()) {
     Options c = o;
     c.within = within;
-    section("Comparisons of " + o.factor,
-            command("compare", "", " --factor " + o.factor + (c.within.empty() ? "" : " --within " + join(c.within, ",")),
-                    {"factor", "within"}));
+    section("Comparisons of " + o.factor, command("compare", "", families, {"factor", "within"}));
     if (const std::string why = refusal({o.factor}, "--factor"); !why.empty()) {
       std::fprintf(out, "(no table: %s)\n\n", why.c_str());
     } else {
@@ -135,16 +134,15 @@ void report(const Runs& r, const Options& o) {
     }
     g.metric = o.series + "@reach=" + target;
     const std::string metric = " --metric " + shell_word(g.metric);
-    section("Steps to " + goal + ", every run counted", command("summary", "", " --by " + by + metric, {"by", "metric"}));
+    section("Steps to " + goal + ", every run counted",
+            command("summary", "", " --by " + by + metric, {"by", "metric"}));
     print(summary(r, g), Format::markdown, out);
     if (!o.factor.empty() && refusal({o.factor}, "--factor").empty()) {
       Options c = g;
       c.within = within;
       c.equivalence = 0;  // its margin is in the unit of --metric, not in steps
       section("Comparisons of " + o.factor + ": steps to " + goal,
-              command("compare", "", " --factor " + o.factor + (within.empty() ? "" : " --within " + join(within, ",")) +
-                                     metric,
-                      {"factor", "within", "metric", "equivalence", "alpha"}));
+              command("compare", "", families + metric, {"factor", "within", "metric", "equivalence", "alpha"}));
       print(compare(r, c), Format::markdown, out);
     }
   }
