@@ -674,6 +674,9 @@ class Analyze(TempFolderTest):
         self.assertAlmostEqual(float(logrank["statistic"]), chi2, delta=1e-3 * chi2)
         self.assertAlmostEqual(float(logrank["p"]), p, delta=max(1e-4, 1e-3 * p))
         self.assertIn("log-rank p Holm", tables[1]["rows"][0])
+        self.assertIn("all, one-way ANOVA, Welch ANOVA and Kruskal-Wallis: no run of lr=1e-06 reached the goal, so "
+                      "they have nothing to compare (the log-rank test counts those runs)",
+                      self.analyze("compare", folder, "--factor", "lr", "--metric", "steps_to_goal"))
         # The same goal given afterwards (SERIES@reach=T, @reach_time=T): the same steps, and the times
         # steps-to-result tabulates.
         goal_given = {r["lr"]: r for r in csv.DictReader(io.StringIO(self.analyze(

@@ -187,9 +187,22 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
     if (goal) {
       for (const Group& g : levels) times.push_back(censored_times(fr, g.runs, o.metric));
     }
+    // A level none of whose runs reached the goal has no values: one note for the three tests.
+    std::vector<std::string> never;
+    for (std::size_t i = 0; goal && i < levels.size(); ++i) {
+      if (values[i].empty()) never.push_back(o.factor + "=" + levels[i].key_values[0]);
+    }
+    if (levels.size() >= 2 && !never.empty()) {
+      omni.notes.push_back(fam + ", one-way ANOVA, Welch ANOVA and Kruskal-Wallis: no run of " + join(never, ", ") +
+                           " reached the goal, so they have nothing to compare (the log-rank test counts those runs)");
+    }
     if (levels.size() >= 2) {
       for (const auto& [name, fn] : std::vector<std::pair<std::string, stats::Test (*)(const std::vector<std::vector<double>>&)>>{
                {"one-way ANOVA", stats::anova}, {"Welch ANOVA", stats::welch_anova}, {"Kruskal-Wallis", stats::kruskal}}) {
+        if (!never.empty()) {
+          omni.rows.push_back({fam, name, "-", "-", "-", "-", "-"});
+          continue;
+        }
         try {
           const stats::Test t = fn(values);
           omni.rows.push_back({fam, name, num(t.statistic), num(t.df), std::isnan(t.df2) ? "-" : num(t.df2), pval(t.p),
