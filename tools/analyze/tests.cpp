@@ -41,7 +41,7 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
     }
     t.rows.push_back(row);
     const std::string name = label(o.by, g.key_values);
-    if (is_goal_metric(o.metric) && std::size_t(d.n) < g.runs.size()) {
+    if (goal && std::size_t(d.n) < g.runs.size()) {
       t.notes.push_back(name + ": " + std::to_string(g.runs.size() - std::size_t(d.n)) + " of its " +
                         std::to_string(g.runs.size()) + " run(s) never reached the goal");
     } else if (d.n == 0 && !g.runs.empty()) {
