@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "dpstudy/build_info.hpp"
@@ -103,21 +104,97 @@ at::Device resolve_device(const std::string& name, int local_rank) {
   return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));
 }
 
-// Reports an error and ends: alone, with `code`; in an MPI job of several
-// processes, by aborting the whole job, so that no rank waits for this one.
-int fail(const Session& session, const std::string& prog, const std::string& run, const std::string& what, int code,
-         bool usage) {
+// The message of an error: as one process prints it, or with the rank and
+// host of the process that had it.
+std::string error_message(const Session& session, const std::string& prog, const std::string& run,
+                          const std::string& what, bool usage, bool with_rank) {
   std::string message = prog + ": error: ";
-  if (session.size() > 1) {
+  if (with_rank) {
     message += "rank " + std::to_string(session.rank()) + " on " + session.host();
     message += (run == "-" ? std::string() : ", run " + run) + ": ";  // "-": between runs
   }
   message += what;
   if (usage) message += "\n(see " + prog + " --help)";
+  return message;
+}
+
+// Reports an error and ends: alone, with `code`; in an MPI job of several
+// processes, by aborting the whole job, so that no rank waits for this one.
+int fail(const Session& session, const std::string& prog, const std::string& run, const std::string& what, int code,
+         bool usage) {
+  const std::string message = error_message(session, prog, run, what, usage, session.size() > 1);
   ClaimQueue::release_held();  // the run is free for another job at once
   if (session.size() > 1) session.abort(message, code);
   std::fprintf(stderr, "%s\n", message.c_str());
   return code;
+}
+
+// How one process's start ended: to go on, done (--help), or an error.
+struct Start {
+  static constexpr int go_on = -1;
+  int code = go_on;  // else the exit status
+  std::string what;  // the error, when code > 0
+  bool usage = false;
+
+  void set(int status, const std::string& error, bool is_usage) {
+    code = status;
+    what = error;
+    usage = is_usage;
+  }
+};
+
+// Runs one step of the start (nothing in it a collective), catching its error.
+template <typename Step>
+void start_step(Start& start, Step&& step) {
+  if (start.code != Start::go_on) return;
+  try {
+    step();
+  } catch (const boost::program_options::error& e) {
+    start.set(2, e.what(), true);
+  } catch (const UsageError& e) {
+    start.set(2, e.what(), true);
+  } catch (const std::exception& e) {
+    start.set(1, e.what(), false);
+  }
+}
+
+// Ends the start alike on every process: they all go on, or all exit with one
+// status. Each process reads the same command line, study file and (usually)
+// data folder, so an error there is, as a rule, every process's: rank 0
+// prints it once, as one process would, and every process exits without
+// MPI_Abort, whose banners buried one message under N copies. An error of
+// some processes only (a node without the data) is printed by each of them
+// with its rank and host, and rank 0 says which ranks could not start. Every
+// process must call this at the same point: it is a collective. One process
+// alone prints its error as it is.
+int agree_on_start(const Session& session, const std::string& prog, const Start& mine) {
+  const std::string text = std::to_string(mine.code) + (mine.usage ? "u" : "-") + '\n' + mine.what;
+  const std::vector<std::string> all = session.all_gather(text);
+  const bool alike = std::all_of(all.begin(), all.end(), [&](const std::string& t) { return t == all.front(); });
+  if (alike) {
+    if (mine.code > 0 && session.rank() == 0) {
+      std::fprintf(stderr, "%s\n", error_message(session, prog, "-", mine.what, mine.usage, false).c_str());
+    }
+    return mine.code;
+  }
+  int code = 0, failed = 0;
+  std::string ranks;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const int c = std::atoi(all[r].c_str());
+    if (c > 0) ranks += (failed++ ? ", " : "") + std::to_string(r);
+    code = std::max(code, c);
+  }
+  if (mine.code > 0) {
+    std::fprintf(stderr, "%s\n", error_message(session, prog, "-", mine.what, mine.usage, true).c_str());
+  } else if (session.rank() == 0) {
+    const std::string why = failed == 0 ? "the processes did not start alike (some were done, some not)"
+                                        : std::to_string(failed) + " of " + std::to_string(all.size()) +
+                                              " processes could not start (rank" + (failed > 1 ? "s " : " ") +
+                                              ranks + ": " + (failed > 1 ? "their errors" : "its error") +
+                                              " printed apart)";
+    std::fprintf(stderr, "%s: error: %s; the job ends\n", prog.c_str(), why.c_str());
+  }
+  return std::max(code, 1);
 }
 
 // Threads per process: --threads, a reproduction's reference, or the cores
@@ -315,30 +392,45 @@ int workload_main(int argc, char** argv, const Workload& workload) {
   const std::string prog = "dpstudy-" + workload.name;
   const Session session;  // MPI, when launched by mpirun or srun
   std::string current_run = "-";
-  try {
-    std::optional<Request> request = read_request(argc, argv, workload);
-    if (!request) return 0;  // --help, --version
+  // The start: the command line, the study, the device, the threads and the
+  // data, on each process alone; then the processes agree, before the first
+  // collective, that they all go on.
+  Start start;
+  std::optional<Request> request;
+  Plan plan;
+  std::map<std::string, TrainingData> data;
+  std::optional<Job> job;
+  start_step(start, [&] {
+    request = read_request(argc, argv, workload);
+    if (!request) return start.set(0, "", false);  // --help, --version
     JobOptions& g = request->options;
     if (g.rebuild_index) {
-      std::vector<std::string> skipped;
-      const std::size_t n = rebuild_index(request->study_dir, request->name, &skipped);
-      for (const auto& s : skipped) std::printf("# skipped corrupt run file: %s\n", s.c_str());
-      std::printf("# rebuilt %s/index.h5: %zu runs\n", request->study_dir.c_str(), n);
-      return 0;
+      if (session.rank() == 0) {  // under mpirun, once
+        std::vector<std::string> skipped;
+        const std::size_t n = rebuild_index(request->study_dir, request->name, &skipped);
+        for (const auto& s : skipped) std::printf("# skipped corrupt run file: %s\n", s.c_str());
+        std::printf("# rebuilt %s/index.h5: %zu runs\n", request->study_dir.c_str(), n);
+      }
+      return start.set(0, "", false);
     }
-    Plan plan = plan_runs(*request, workload);
+    plan = plan_runs(*request, workload);
     for (PlannedRun& p : plan.runs) p.factory = workload_model(dataset_spec(p.config.dataset), p.model_values);
     const at::Device device = resolve_device(g.device, session.local_rank());
     if (g.deterministic) set_deterministic(device);
     set_threads(g, request->stored, session);
-    std::map<std::string, TrainingData> data;
-    Job job{session, *request, plan, data, {}, device, Execution{parse_parallelism(g.parallel), g.threads},
-            prog, workload.name, argc, argv, current_run};
-    load_data(job);
-    check_same_data(job);
-    if (g.mode == "throughput") return run_throughput_mode(job);
-    if (!request->study_mode) return run_single(job);
-    return run_study(job);
+    job.emplace(Job{session, *request, plan, data, {}, device, Execution{parse_parallelism(g.parallel), g.threads},
+                    prog, workload.name, argc, argv, current_run});
+    load_data(*job);
+  });
+  if (const int code = agree_on_start(session, prog, start); code != Start::go_on) return code;
+  // A collective: every process compares its data files with rank 0's.
+  start_step(start, [&] { check_same_data(*job); });
+  if (const int code = agree_on_start(session, prog, start); code != Start::go_on) return code;
+  try {
+    const JobOptions& g = request->options;
+    if (g.mode == "throughput") return run_throughput_mode(*job);
+    if (!request->study_mode) return run_single(*job);
+    return run_study(*job);
   } catch (const boost::program_options::error& e) {
     return fail(session, prog, current_run, e.what(), 2, true);
   } catch (const UsageError& e) {

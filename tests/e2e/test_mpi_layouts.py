@@ -430,6 +430,35 @@ class Layouts(TempFolderTest):
                 with h5py.File(os.path.join(out, "s", "runs", name), "r") as f:
                     self.assertEqual(f["summary"].attrs["status"], "completed")
 
+    def test_an_error_of_every_process_is_printed_once(self):
+        # Every process reads the same command line: one message, as one process prints it,
+        # and no MPI_Abort (its banners buried the message under one copy per rank).
+        r, _ = self.study(os.path.join(self.tmp, "every-process-error"), 2, "--sync_period", "1.5")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.count("error:"), 1, r.stderr)
+        self.assertIn("dpstudy-mlp-mnist: error: --sync_period: '1.5' must be a whole number of steps >= 1, or never\n"
+                      "(see dpstudy-mlp-mnist --help)", r.stderr)
+        self.assertNotIn("MPI_ABORT", r.stderr)
+
+    def test_an_error_of_one_process_names_its_rank(self):
+        # A node without the data: that process's error with its rank and host, rank 0's
+        # line saying which processes could not start, every process ended without waiting.
+        out = os.path.join(self.tmp, "one-process-error")
+        missing = os.path.join(self.tmp, "no-such-folder")
+        rank = '"${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"'
+        cmd = [MPIEXEC, "-n", "3", "--oversubscribe", "sh", "-c",
+               f'if [ {rank} = 1 ]; then D="$1"; else D="$2"; fi; shift 2; exec "$@" --data_dir "$D"', "sh",
+               missing, self.data, EXE, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1", "--output",
+               out, "--threads", "1", "--quiet"]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, rf"error: rank 1 on \S+: --data_dir: '{missing}' does not exist")
+        self.assertIn("error: 1 of 3 processes could not start (rank 1: its error printed apart); the job ends",
+                      r.stderr)
+        self.assertEqual(r.stderr.count("error:"), 2, r.stderr)
+        self.assertNotIn("MPI_ABORT", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(out, "mlp-mnist", "runs")))
+
     def test_processes_reading_other_data_files_end_the_job(self):
         # Copies local to each node can differ; a run over the processes would mix data or hang.
         other = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "other-data"), 400, 100)
@@ -444,6 +473,7 @@ class Layouts(TempFolderTest):
         self.assertRegex(r.stderr, r"error: rank 1 on \S+: \S+: these data files differ from rank 0's: "
                                    r"mnist/t10k-images-idx3-ubyte \(sha256=[0-9a-f]{12}\.\.\. on rank 0, "
                                    r"sha256=[0-9a-f]{12}\.\.\. here\), .*give --data_dir a folder all nodes share")
+        self.assertIn("1 of 2 processes could not start (rank 1: its error printed apart)", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(out, "mlp-mnist", "runs")) and
                          any(f.endswith(".h5") for f in os.listdir(os.path.join(out, "mlp-mnist", "runs"))))
         # The same files on both: the run trains.
