@@ -501,6 +501,31 @@ std::int64_t samples_needed(double d, double alpha, double power) {
   return -1;
 }
 
+namespace {
+
+// (z_(1-alpha/2) + z_power)^2 / (share (1 - share)): D ln(HR)^2 (Schoenfeld).
+double schoenfeld_term(double share, double alpha, double power) {
+  if (!(share > 0 && share < 1)) throw UsageError("the log-rank power needs runs in both groups");
+  const bm::normal z;
+  const double sum = bm::quantile(z, 1 - alpha / 2) + bm::quantile(z, power);
+  return sum * sum / (share * (1 - share));
+}
+
+}  // namespace
+
+double logrank_detectable_hazard_ratio(double events, double share, double alpha, double power) {
+  if (!(events > 0)) throw UsageError("the log-rank power needs runs that reached the goal");
+  return std::exp(std::sqrt(schoenfeld_term(share, alpha, power) / events));
+}
+
+double logrank_events_needed(double hazard_ratio, double share, double alpha, double power) {
+  if (!(hazard_ratio > 0) || hazard_ratio == 1 || !std::isfinite(hazard_ratio)) {
+    throw UsageError("the hazard ratio must be > 0 and not 1");
+  }
+  const double log_hr = std::log(hazard_ratio);
+  return schoenfeld_term(share, alpha, power) / (log_hr * log_hr);
+}
+
 double tost_power(double m, std::int64_t n, double alpha) {
   // Exact for the test compare runs (Welch's TOST, n runs per group, a true
   // difference of 0). In units of sd sqrt(2 / n), with nu = n - 1: the

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import unittest
+from statistics import NormalDist
 
 import h5py
 import numpy as np
@@ -348,6 +349,11 @@ class Analyze(TempFolderTest):
                 (["power", "--factor", "overlap", "--effect", "-1"], "--effect: '-1' must be a standardised effect"),
                 (["power", "--factor", "overlap", "--effect", "inf"], "--effect: 'inf' must be a standardised effect"),
                 (["power", "--factor", "overlap", "--alpha", "5"], "--alpha: '5' must be in (0, 0.5)"),
+                (["power", "--factor", "overlap", "--hazard_ratio", "2"],
+                 "--hazard_ratio: the log-rank test is of a time to a goal, not of final_test_accuracy"),
+                (["power", "--factor", "overlap", "--metric", "steps_to_goal", "--hazard_ratio", "1"],
+                 "--hazard_ratio: '1' must be a hazard ratio > 0 other than 1"),
+                (["compare", "--factor", "overlap", "--hazard_ratio", "2"], "--hazard_ratio 2: compare does not read it"),
                 (["steps-to-result", "--target", "90"], "--target: '90' must be in (0, 1]: test_accuracy is a fraction"),
                 (["summary", "--by", "overlap", "--metric", "test_accuracy@step=ten"],
                  "'ten' is not a number of steps"),
@@ -674,6 +680,17 @@ class Analyze(TempFolderTest):
         self.assertAlmostEqual(float(logrank["statistic"]), chi2, delta=1e-3 * chi2)
         self.assertAlmostEqual(float(logrank["p"]), p, delta=max(1e-4, 1e-3 * p))
         self.assertIn("log-rank p Holm", tables[1]["rows"][0])
+        # The log-rank test's power (Schoenfeld): the hazard ratio its 2 reaching runs of 4 detect, and the runs
+        # per group a ratio of 2 needs at that fraction (65.35 events over half the runs reaching: 66 per group).
+        tables = json.loads(self.analyze("power", folder, "--factor", "lr", "--metric", "steps_to_goal",
+                                         "--hazard_ratio", "2", "--format", "json"))
+        row = tables[1]["rows"][0]
+        self.assertEqual([row[k] for k in ("runs a", "runs b", "reached")], [2, 2, 2], row)
+        z = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
+        detectable = np.exp(np.sqrt(z * z / 0.25 / 2))  # 52.6: two events bound almost nothing
+        self.assertAlmostEqual(float(row["detectable hazard ratio"]), detectable, delta=0.001 * detectable)
+        self.assertEqual(row["runs per group for hazard ratio 2"], int(np.ceil(z * z / 0.25 / np.log(2) ** 2)))
+        self.assertIn("power of the log-rank test on steps_to_goal", tables[1]["title"])
         self.assertIn("all, one-way ANOVA, Welch ANOVA and Kruskal-Wallis: no run of lr=1e-06 reached the goal, so "
                       "they have nothing to compare (the log-rank test counts those runs)",
                       self.analyze("compare", folder, "--factor", "lr", "--metric", "steps_to_goal"))

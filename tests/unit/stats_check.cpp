@@ -38,6 +38,11 @@ int main() {
                   static_cast<long long>(tost_samples_needed(m)));
       continue;
     }
+    if (name == "logrank_power") {  // events;share: "detectable_hazard_ratio events_needed_for_it" (0.05, 0.8)
+      const double hr = logrank_detectable_hazard_ratio(g[0].at(0), g[1].at(0));
+      std::printf("%.17g %.17g\n", hr, logrank_events_needed(hr, g[1].at(0)));
+      continue;
+    }
     if (name == "welch_interval") {  // a;b;confidence: "diff low high df"
       const DiffInterval d = welch_interval(g[0], g[1], g[2].at(0));
       std::printf("%.17g %.17g %.17g %.17g\n", d.diff, d.low, d.high, d.df);

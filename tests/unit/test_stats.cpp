@@ -79,6 +79,24 @@ TEST(TostPower, SeedsNeededReachThePowerAndOneFewerDoesNot) {
   EXPECT_THROW(tost_samples_needed(0.0), std::exception);
 }
 
+// Schoenfeld's events for the log-rank test: the textbook figure (4 (1.959964 + 0.841621)^2 / ln(2)^2 = 65.35
+// events for a hazard ratio of 2, equal groups, two-sided 0.05, power 0.8; the same for 1/2), the detectable ratio
+// its inverse, unequal groups needing more, and what it refuses. test_stats_vs_scipy.py checks it by simulation.
+TEST(LogrankPower, SchoenfeldsEvents) {
+  using dpstudy::stats::logrank_detectable_hazard_ratio;
+  using dpstudy::stats::logrank_events_needed;
+  EXPECT_NEAR(logrank_events_needed(2.0), 65.35, 0.01);
+  EXPECT_NEAR(logrank_events_needed(0.5), 65.35, 0.01);
+  EXPECT_NEAR(logrank_events_needed(1.5), 191.0, 0.5);
+  EXPECT_NEAR(logrank_detectable_hazard_ratio(logrank_events_needed(2.0)), 2.0, 1e-12);
+  EXPECT_GT(logrank_events_needed(2.0, 0.25), logrank_events_needed(2.0, 0.5));
+  EXPECT_GT(logrank_detectable_hazard_ratio(10), logrank_detectable_hazard_ratio(40));
+  EXPECT_GT(logrank_events_needed(2.0, 0.5, 0.05, 0.9), logrank_events_needed(2.0));
+  EXPECT_THROW(logrank_detectable_hazard_ratio(0), std::exception);
+  EXPECT_THROW(logrank_events_needed(1.0), std::exception);
+  EXPECT_THROW(logrank_events_needed(2.0, 1.0), std::exception);
+}
+
 // The log-rank test beyond statsmodels' agreement (test_stats_vs_scipy.py): a case done by hand,
 // its symmetry, and what it refuses.
 TEST(Logrank, ByHand) {

@@ -26,7 +26,7 @@ struct Options {
                        x = "step", output, kind = "summary", throughput, interval = "ci95", style = "bars";
   std::vector<std::string> dirs, where, by, within, factors;
   bool include_diverged = false, log_x = false;
-  double effect = 0, target = std::nan(""), alpha = 0.05, power = 0.8;
+  double effect = 0, hazard_ratio = 0, target = std::nan(""), alpha = 0.05, power = 0.8;
   double equivalence = 0;  // compare, report, power: the equivalence margin, metric units (0: none)
   // The options as typed, in order, each with its words (none for a switch): the report shows under
   // each of its parts those that part read.

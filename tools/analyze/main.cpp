@@ -32,7 +32,8 @@ commands:
   anova            --factors K1,K2 [--within K] [--metric M]: factorial ANOVA (Type II): main effects and
                    interactions (does K1's effect depend on K2?), F, p, partial eta squared
   power            --factor K [--within ...] [--baseline L] [--effect D] [--equivalence MARGIN]: detectable
-                   effect, seeds needed to detect D or to show equivalence within the margin
+                   effect, seeds needed to detect D or to show equivalence within the margin; of a time to a
+                   goal also the log-rank test's detectable hazard ratio [--hazard_ratio H: runs needed for H]
   curves           [--by K] [--series S] [--x step|epoch|samples|time_s] [--interval I]: mean curves with bands
   steps-to-result  --target T [--by batch_size] [--series S] [--throughput F]: first evaluated step reaching T
                    (--by global_batch: workers x batch_size, with workers swept)
@@ -75,6 +76,8 @@ int main(int argc, char** argv) {
         "log_x", po::bool_switch(&o.log_x), "plot --kind summary: a logarithmic x axis (the key's values must be > 0)")(
         "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv, json or latex (booktabs)")(
         "effect", po::value(&o.effect), "power: seeds needed to detect this standardised effect d")(
+        "hazard_ratio", po::value(&o.hazard_ratio),
+        "power of a time to a goal: runs per group for the log-rank test to detect this hazard ratio, e.g. 2")(
         "alpha", po::value(&o.alpha)->default_value(0.05, "0.05"),
         "compare, report: the equivalence test's level (its interval is 1 - 2 alpha); power: the tests' level")(
         "power", po::value(&o.power)->default_value(0.8, "0.8"), "power: required power")(
@@ -125,6 +128,16 @@ int main(int argc, char** argv) {
     }
     if (vm.count("effect") && !(o.effect > 0 && std::isfinite(o.effect))) {
       throw ConfigError("effect", num(o.effect), "must be a standardised effect d > 0, e.g. 0.5");
+    }
+    if (vm.count("hazard_ratio")) {
+      if (!(o.hazard_ratio > 0 && std::isfinite(o.hazard_ratio)) || o.hazard_ratio == 1) {
+        throw ConfigError("hazard_ratio", num(o.hazard_ratio),
+                          "must be a hazard ratio > 0 other than 1, e.g. 2 (one level reaching the goal twice as fast)");
+      }
+      if (!is_goal_metric(o.metric)) {
+        throw UsageError("--hazard_ratio: the log-rank test is of a time to a goal, not of " + o.metric +
+                         ": give --metric steps_to_goal, time_to_goal_s, SERIES@reach=T or SERIES@reach_time=T");
+      }
     }
     if (vm.count("equivalence") && !(o.equivalence > 0 && std::isfinite(o.equivalence))) {
       throw ConfigError("equivalence", std::isnan(o.equivalence) ? "nan" : num(o.equivalence),

@@ -127,6 +127,15 @@ std::int64_t samples_needed(double d, double alpha = 0.05, double power = 0.8);
 double tost_power(double m, std::int64_t n, double alpha = 0.05);
 std::int64_t tost_samples_needed(double m, double alpha = 0.05, double power = 0.8);
 
+// The log-rank test's power, by Schoenfeld (1983): with D events (runs that
+// reached the goal) in all, a share `share` of the runs in the first group and
+// proportional hazards, it detects a hazard ratio HR at two-sided `alpha` with
+// `power` when D share (1 - share) ln(HR)^2 = (z_(1-alpha/2) + z_power)^2.
+// The smallest HR > 1 so detectable with D events (UsageError if D <= 0); and
+// the events HR needs (4 (1.96 + 0.84)^2 / ln(2)^2 = 65.4 for HR 2, equal groups).
+double logrank_detectable_hazard_ratio(double events, double share = 0.5, double alpha = 0.05, double power = 0.8);
+double logrank_events_needed(double hazard_ratio, double share = 0.5, double alpha = 0.05, double power = 0.8);
+
 // "***" p < 0.001, "**" < 0.01, "*" < 0.05, "ns" otherwise, "-" for NaN.
 std::string significance(double p);
 
