@@ -186,7 +186,7 @@ void check_study_name(const std::string& name, const std::string& study_file) {
 
 }  // namespace
 
-std::optional<Request> read_request(int argc, char** argv, const Workload& workload) {
+std::optional<Request> read_request(int argc, char** argv, const Workload& workload, bool print) {
   const std::string prog = "dpstudy-" + workload.name;
   Request r;
   JobOptions& g = r.options;
@@ -241,12 +241,14 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
                      did_you_mean(bad, all, "--", ""));
   }
   if (vm.count("version")) {
+    if (!print) return std::nullopt;
     const BuildInfo b = build_info();
     std::printf("%s dpstudy %s commit %s libtorch %s mpi %s cuda %s\n", prog.c_str(), b.version.c_str(),
                 b.git_commit.c_str(), torch_version().c_str(), b.with_mpi ? "on" : "off", b.with_cuda ? "on" : "off");
     return std::nullopt;
   }
   if (vm.count("help")) {
+    if (!print) return std::nullopt;
     po::options_description all(prog + " [--key value]...: " + workload.summary);
     all.add(d.general).add(d.study).add(d.search).add(d.speed).add(run_help.description()).add(model_help);
     std::cout << all << "\nDefinitions and formulas: docs/engine.md; studies: docs/studies.md\n";

@@ -74,8 +74,9 @@ struct Request {
   StoredRun stored;         // with --reproduce
 };
 
-// nullopt when --help or --version printed all there was to do.
-std::optional<Request> read_request(int argc, char** argv, const Workload& workload);
+// nullopt when --help or --version asked for all there was to do; printed when
+// `print` (under mpirun, by rank 0 alone).
+std::optional<Request> read_request(int argc, char** argv, const Workload& workload, bool print = true);
 
 struct PlannedRun {
   RawValues values;

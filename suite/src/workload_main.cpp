@@ -401,8 +401,8 @@ int workload_main(int argc, char** argv, const Workload& workload) {
   std::map<std::string, TrainingData> data;
   std::optional<Job> job;
   start_step(start, [&] {
-    request = read_request(argc, argv, workload);
-    if (!request) return start.set(0, "", false);  // --help, --version
+    request = read_request(argc, argv, workload, session.rank() == 0);
+    if (!request) return start.set(0, "", false);  // --help, --version: under mpirun, printed once
     JobOptions& g = request->options;
     if (g.rebuild_index) {
       if (session.rank() == 0) {  // under mpirun, once

@@ -439,6 +439,10 @@ class Layouts(TempFolderTest):
         self.assertIn("dpstudy-mlp-mnist: error: --sync_period: '1.5' must be a whole number of steps >= 1, or never\n"
                       "(see dpstudy-mlp-mnist --help)", r.stderr)
         self.assertNotIn("MPI_ABORT", r.stderr)
+        # So is --version (and --help): once.
+        r = subprocess.run([MPIEXEC, "-n", "2", EXE, "--version"], capture_output=True, text=True, env=ENV,
+                           timeout=120)
+        self.assertEqual((r.returncode, r.stdout.count("dpstudy-mlp-mnist dpstudy ")), (0, 1), r.stdout + r.stderr)
 
     def test_an_error_of_one_process_names_its_rank(self):
         # A node without the data: that process's error with its rank and host, rank 0's
