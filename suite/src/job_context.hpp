@@ -12,6 +12,7 @@
 
 #include "dpstudy/communicator.hpp"
 #include "dpstudy/config.hpp"
+#include "dpstudy/error.hpp"
 #include "dpstudy/trainer.hpp"
 #include "job.hpp"
 #if DPSTUDY_WITH_MPI
@@ -41,6 +42,36 @@ struct Session {
   std::vector<std::string> all_gather(const std::string& text) const { return {text}; }
 };
 #endif
+
+// Every process of the job ends with `code`: an error of world rank 0 in a
+// step only it takes (lead_step), which the others learnt of at the collective
+// after it. Not an std::exception: nothing but workload_main catches it.
+struct JobEnded {
+  int code;
+  std::string what;
+  bool usage;  // bad usage: the message points to --help
+};
+
+// Runs `step` on world rank 0 alone (checking the results folder, say) while
+// the others wait, then tells them how it ended: an error there throws
+// JobEnded on every process, so that rank 0 prints it once and every process
+// exits with its status, without MPI_Abort. A collective: every process calls it.
+template <typename Step>
+void lead_step(const Session& session, Step&& step) {
+  std::string failure;  // "<code><u|->\n<what>"
+  if (session.rank() == 0) {
+    try {
+      step();
+    } catch (const UsageError& e) {
+      failure = std::string("2u\n") + e.what();
+    } catch (const std::exception& e) {
+      failure = std::string("1-\n") + e.what();
+    }
+  }
+  const std::string told = session.all_gather(failure).front();
+  if (told.empty()) return;
+  throw JobEnded{told[0] - '0', told.substr(3), told[1] == 'u'};
+}
 
 // The communicator for one run placed on `ranks` (world ranks): in process for
 // one rank, else the ranks' own MPI communicator.

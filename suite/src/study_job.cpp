@@ -122,7 +122,7 @@ void StudyJob::look() {
   planned_stamp_.assign(plan_.size(), 0);
   std::vector<std::int64_t> left(plan_.size());
   for (std::size_t i = 0; i < plan_.size(); ++i) left[i] = plan_[i].cost;
-  if (lead_) {
+  lead_step(session_, [&] {
     std::error_code ec;
     if (fs::is_directory(runs_dir_, ec)) check_results_schema(job_.request.study_dir);
     double rate_sum = 0;
@@ -167,7 +167,7 @@ void StudyJob::look() {
                        "provenance/dataset_checksums lists them), give the study another --name or --output, or train "
                        "every run again (--force)");
     }
-  }
+  });
   session_.broadcast(state_);
   session_.broadcast(planned_stamp_);
   session_.broadcast(left);
@@ -267,7 +267,7 @@ DryRun StudyJob::dry_run() const {
 }
 
 void StudyJob::prepare_folder() {
-  if (lead_) {
+  lead_step(session_, [&] {  // the others wait for the folder
     std::error_code ec;
     fs::create_directories(runs_dir_, ec);
     if (ec || access(runs_dir_.c_str(), W_OK) != 0) {
@@ -285,8 +285,7 @@ void StudyJob::prepare_folder() {
       }
     }
     ClaimQueue::remove_stale_claims(runs_dir_.string(), g_.claim_timeout);
-  }
-  session_.barrier();
+  });
   out_.open_log((fs::path(job_.request.study_dir) / "log.txt").string());
   if (lead_) {
     out_.line("# study " + job_.request.name + ": " + std::to_string(plan_.size()) + " runs, " +

@@ -431,6 +431,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
     if (g.mode == "throughput") return run_throughput_mode(*job);
     if (!request->study_mode) return run_single(*job);
     return run_study(*job);
+  } catch (const JobEnded& e) {  // rank 0's error, which every process learnt of
+    if (session.rank() == 0) {
+      std::fprintf(stderr, "%s\n", error_message(session, prog, "-", e.what, e.usage, false).c_str());
+    }
+    return e.code;
   } catch (const boost::program_options::error& e) {
     return fail(session, prog, current_run, e.what(), 2, true);
   } catch (const UsageError& e) {

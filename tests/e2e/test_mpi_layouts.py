@@ -439,6 +439,16 @@ class Layouts(TempFolderTest):
         self.assertIn("dpstudy-mlp-mnist: error: --sync_period: '1.5' must be a whole number of steps >= 1, or never\n"
                       "(see dpstudy-mlp-mnist --help)", r.stderr)
         self.assertNotIn("MPI_ABORT", r.stderr)
+        # So is an error of rank 0 in a step it takes alone (the results folder) while the others wait.
+        not_a_folder = os.path.join(self.tmp, "a-file")
+        with open(not_a_folder, "w", encoding="utf-8") as f:
+            f.write("not a folder\n")
+        r, _ = self.study(os.path.join(not_a_folder, "out"), 2)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.count("error:"), 1, r.stderr)
+        self.assertIn(f"dpstudy-mlp-mnist: error: {not_a_folder}/out/s/runs: cannot create or write the results "
+                      "folder", r.stderr)
+        self.assertNotIn("MPI_ABORT", r.stderr)
         # So is --version (and --help): once.
         r = subprocess.run([MPIEXEC, "-n", "2", EXE, "--version"], capture_output=True, text=True, env=ENV,
                            timeout=120)
