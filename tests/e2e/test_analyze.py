@@ -826,9 +826,18 @@ class Analyze(TempFolderTest):
             text = f.read()
         commands = re.findall(r"```sh\ndpstudy-analyze (.*)\n```", text)
         self.assertEqual([c.split()[0] for c in commands],
-                         ["summary", "anova", "compare", "steps-to-result", "summary", "compare", "plot", "plot", "plot"])
-        shown = dict(zip(["summary", "anova", "compare", "steps", "reach summary", "reach compare", "plot summary",
-                          "plot curves", "plot reach"], commands))
+                         ["summary", "anova", "compare", "power", "steps-to-result", "summary", "compare", "power",
+                          "plot", "plot", "plot"])
+        shown = dict(zip(["summary", "anova", "compare", "power", "steps", "reach summary", "reach compare",
+                          "reach power", "plot summary", "plot curves", "plot reach"], commands))
+        # The comparisons' power: what these runs could have detected, of the final metric and of the steps.
+        self.assertIn("## Power of the comparisons of overlap\n", text)
+        self.assertIn("--baseline 0.5 --equivalence 0.5 --alpha 0.025 --factor overlap --within sync_period",
+                      shown["power"])
+        self.assertIn("## Power of the comparisons of overlap: steps to test_loss <= 1.5", text)
+        self.assertIn("--metric 'test_loss@reach=1.5'", shown["reach power"])
+        self.assertNotIn("--equivalence", shown["reach power"])
+        self.assertIn("| detectable hazard ratio |", text)
         self.assertIn("--kind reach", shown["plot reach"])
         self.assertIn("--series test_loss --target 1.5 --by overlap,sync_period --output reach.png",
                       shown["plot reach"])

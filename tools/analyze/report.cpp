@@ -117,6 +117,9 @@ void report(const Runs& r, const Options& o) {
       std::fprintf(out, "(no table: %s)\n\n", why.c_str());
     } else {
       print(compare(r, c), Format::markdown, out);
+      // Not significant is not "no difference": what these runs could have detected.
+      section("Power of the comparisons of " + o.factor, command("power", "", families, {"factor", "within"}));
+      print(power(r, c), Format::markdown, out);
     }
   }
   // How soon each group gets there: the other half of a study's question.
@@ -141,9 +144,13 @@ void report(const Runs& r, const Options& o) {
       Options c = g;
       c.within = within;
       c.equivalence = 0;  // its margin is in the unit of --metric, not in steps
+      c.alpha = Options{}.alpha;  // the report's --alpha is the equivalence test's
       section("Comparisons of " + o.factor + ": steps to " + goal,
               command("compare", "", families + metric, {"factor", "within", "metric", "equivalence", "alpha"}));
       print(compare(r, c), Format::markdown, out);
+      section("Power of the comparisons of " + o.factor + ": steps to " + goal,
+              command("power", "", families + metric, {"factor", "within", "metric", "equivalence", "alpha"}));
+      print(power(r, c), Format::markdown, out);
     }
   }
   // The speed of the same sweep, where --mode throughput measured it into these folders too.
