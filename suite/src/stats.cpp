@@ -408,6 +408,21 @@ Survival kaplan_meier(const Censored& g) {
   return out;
 }
 
+SurvivalBand km_band(const Survival& km, double confidence) {
+  if (!(confidence > 0 && confidence < 1)) throw UsageError("an interval's confidence must be in (0, 1)");
+  const double z = bm::quantile(bm::normal(), 0.5 + confidence / 2);
+  SurvivalBand band;
+  for (std::size_t i = 0; i < km.time.size(); ++i) {
+    const double s = km.survival[i];
+    // se of log(-log S) = se(S) / |S log S|; a larger log(-log S) is a smaller S.
+    const double spread = z * km.se[i] / std::fabs(s * std::log(s));
+    const bool defined = s > 0 && s < 1 && std::isfinite(spread);
+    band.low.push_back(defined ? std::pow(s, std::exp(spread)) : s);
+    band.high.push_back(defined ? std::pow(s, std::exp(-spread)) : s);
+  }
+  return band;
+}
+
 SurvivalQuantile km_quantile(const Censored& g, double p, double confidence) {
   if (!(p > 0 && p < 1)) throw UsageError("Kaplan-Meier quantile: p must lie between 0 and 1");
   const Survival k = kaplan_meier(g);

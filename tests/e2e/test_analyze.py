@@ -841,6 +841,7 @@ class Analyze(TempFolderTest):
         self.assertIn("--kind reach", shown["plot reach"])
         self.assertIn("--series test_loss --target 1.5 --by overlap,sync_period --output reach.png",
                       shown["plot reach"])
+        self.assertNotIn("--interval", shown["plot reach"])  # sd is for the means' figures, not Kaplan-Meier's
         self.assertIn("## Steps and time to test_loss <= 1.5", text)
         self.assertIn("--target 1.5 --by overlap,sync_period", shown["steps"])
         self.assertIn("--series test_loss", shown["steps"])
@@ -1116,7 +1117,18 @@ class Analyze(TempFolderTest):
             svg = f.read()
         for period, runs in (("1", 6), ("4", 3)):
             self.assertIn(f"sync_period={period} ({reached[period]} of {runs})", svg)
+        self.assertNotIn("fill-opacity", svg)  # no band unless asked
+        # --interval ci95: each line's pointwise 95 % interval (unit test KaplanMeier.BandAsR: R's numbers).
+        banded = os.path.join(self.tmp, "reach-band.svg")
+        self.analyze("plot", self.main, "--kind", "reach", "--target", "0.5", "--by", "sync_period", "--where",
+                     "lr=0.05", "--interval", "ci95", "--output", banded)
+        with open(banded) as f:
+            svg = f.read()
+        self.assertIn("95 % band", svg)
+        self.assertGreaterEqual(svg.count("fill-opacity"), 2)
         for args, message in ((["--x", "epoch"], "--x: 'epoch' plot --kind reach draws against step or time_s"),
+                              (["--interval", "sd"], "--interval: 'sd' plot --kind reach draws the Kaplan-Meier "
+                                                     "estimate's pointwise 95 % interval"),
                               ([], "plot --kind reach needs --target VALUE")):
             target = [] if not args else ["--target", "0.5"]
             self.assertIn(message, self.analyze("plot", self.main, "--kind", "reach", *target, *args, "--output",

@@ -120,6 +120,27 @@ TEST(Logrank, ByHand) {
 // 3.5-3, quantile(survfit(Surv(time, event) ~ 1), 0.5), but where S is flat at
 // 0.5 to the end; the intervals are checked against statsmodels
 // (test_stats_vs_scipy.py).
+// The pointwise band of S(t), as R's survival 3.5-3 gives it: survfit(Surv(t, e) ~ 1, conf.type = "log-log").
+TEST(KaplanMeier, BandAsR) {
+  using dpstudy::stats::Censored;
+  const auto k = dpstudy::stats::kaplan_meier(Censored{{50, 100, 150, 150, 200, 250, 300, 350, 400, 450},
+                                                       {true, true, true, false, true, true, false, true, true, false}});
+  const auto band = dpstudy::stats::km_band(k);
+  const std::vector<double> lower = {0.47300927136205, 0.40869078163340, 0.32871659327973, 0.22978651892398,
+                                     0.14955181808973, 0.05523890487924, 0.00862143936865};
+  const std::vector<double> upper = {0.985281393367, 0.945872645839, 0.891949041225, 0.820739497172,
+                                     0.736610236678, 0.624540487460, 0.482685990391};
+  ASSERT_EQ(band.low.size(), lower.size());
+  for (std::size_t i = 0; i < lower.size(); ++i) {
+    EXPECT_NEAR(band.low[i], lower[i], 1e-11) << k.time[i];
+    EXPECT_NEAR(band.high[i], upper[i], 1e-11) << k.time[i];
+  }
+  // Every run reaching it: S falls to 0, where the band closes.
+  const auto all = dpstudy::stats::km_band(dpstudy::stats::kaplan_meier(Censored{{1, 2}, {true, true}}));
+  EXPECT_EQ(all.low.back(), 0.0);
+  EXPECT_EQ(all.high.back(), 0.0);
+}
+
 TEST(KaplanMeier, MedianAsR) {
   using dpstudy::stats::Censored;
   using dpstudy::stats::km_quantile;

@@ -90,8 +90,9 @@ int main(int argc, char** argv) {
         "steps-to-result: a throughput.h5 of --mode throughput; adds steps/s and the estimated time to result")(
         "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, reach, steps, best_lr or scaling")(
         "interval", po::value(&o.interval)->default_value(o.interval),
-        "curves, plot summary|curves: what the bars and bands show: ci95 (95 % t interval of the mean), sd "
-        "(+/- 1 standard deviation), sem, range (min to max) or none")(
+        "curves, plot summary|curves|reach: what the bars and bands show: ci95 (95 % t interval of the mean), sd "
+        "(+/- 1 standard deviation), sem, range (min to max) or none; plot reach: ci95 adds the Kaplan-Meier "
+        "estimate's 95 % band")(
         "style", po::value(&o.style)->default_value(o.style), "plot --kind summary: bars (error bars) or band (shaded)")(
         "output", po::value(&o.output), "plot: the PNG or SVG file to write; report: the folder");
     po::options_description hidden;

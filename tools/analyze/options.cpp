@@ -37,7 +37,7 @@ const std::map<std::string, std::set<std::string>>& readers() {
       {"target", {"steps-to-result", "report", "plot:reach", "plot:steps", "plot:best_lr"}},
       {"throughput", {"steps-to-result"}},
       {"kind", {"plot:summary", "plot:curves", "plot:reach", "plot:steps", "plot:best_lr", "plot:scaling"}},
-      {"interval", {"curves", "report", "plot:summary", "plot:curves"}},
+      {"interval", {"curves", "report", "plot:summary", "plot:curves", "plot:reach"}},
       {"style", {"report", "plot:summary"}},
       {"output", {"report", "plot:summary", "plot:curves", "plot:reach", "plot:steps", "plot:best_lr", "plot:scaling"}},
   };

@@ -191,14 +191,41 @@ std::string plot(const Runs& r, const Options& o) {
     check_target(o);
     if (o.x != "step" && o.x != "time_s") throw ConfigError("x", o.x, "plot --kind reach draws against step or time_s");
     const std::string metric = o.series + (o.x == "time_s" ? "@reach_time=" : "@reach=") + format_number(o.target);
+    // A band only when asked: with a few seeds a group's pointwise interval covers most of the figure.
+    const bool interval_given = std::any_of(o.typed.begin(), o.typed.end(), [](const auto& t) {
+      return t.first == "interval";
+    });
+    if (interval_given && o.interval != "ci95" && o.interval != "none") {
+      throw ConfigError("interval", o.interval,
+                        "plot --kind reach draws the Kaplan-Meier estimate's pointwise 95 % interval (log-log, "
+                        "Greenwood's variance): ci95 or none");
+    }
+    const bool band = interval_given && o.interval == "ci95";
     const std::vector<Group> groups = group_runs(r, o.by, false);
     const std::vector<std::string> names = line_names(o.by, groups);
     std::vector<std::string> plots;
-    std::size_t longest_title = 0;
+    std::size_t longest_title = 0, block = 0, line = 0;
     for (std::size_t gi = 0; gi < groups.size(); ++gi) {
       const stats::Censored c = censored_times(r, groups[gi].runs, metric);
       if (c.time.empty()) continue;
       const stats::Survival km = stats::kaplan_meier(c);
+      const std::string end = format_number(*std::max_element(c.time.begin(), c.time.end()));
+      const std::string colour = " lc " + std::to_string(++line);
+      if (band) {  // the fraction's interval, 1 - S's ends, as steps: each held until the next event time
+        const stats::SurvivalBand b = stats::km_band(km);
+        std::string low = "0", high = "0";
+        data << "0 0 0\n";
+        for (std::size_t i = 0; i < km.time.size(); ++i) {
+          const std::string t = format_number(km.time[i]);
+          data << t << " " << low << " " << high << "\n";
+          low = format_number(1 - b.high[i]);
+          high = format_number(1 - b.low[i]);
+          data << t << " " << low << " " << high << "\n";
+        }
+        data << end << " " << low << " " << high << "\n\n\n";
+        plots.push_back("datafile index " + std::to_string(block++) +
+                        " using 1:2:3 with filledcurves fs transparent solid 0.2" + colour + " notitle");
+      }
       data << "0 0\n";
       double fraction = 0;
       for (std::size_t i = 0; i < km.time.size(); ++i) {
@@ -206,13 +233,12 @@ std::string plot(const Runs& r, const Options& o) {
         data << format_number(km.time[i]) << " " << format_number(fraction) << "\n";
       }
       // Flat to the longest run: where the estimate stops.
-      data << format_number(*std::max_element(c.time.begin(), c.time.end())) << " " << format_number(fraction)
-           << "\n\n\n";
+      data << end << " " << format_number(fraction) << "\n\n\n";
       const auto reached = std::count(c.event.begin(), c.event.end(), true);
       const std::string title = names[gi] + " (" + std::to_string(reached) + " of " + std::to_string(c.time.size()) + ")";
       longest_title = std::max(longest_title, title.size());
-      plots.push_back("datafile index " + std::to_string(plots.size()) + " using 1:2 with steps lw 2 lc " +
-                      std::to_string(plots.size() + 1) + " title " + gnuplot_quoted(title));
+      plots.push_back("datafile index " + std::to_string(block++) + " using 1:2 with steps lw 2" + colour +
+                      " title " + gnuplot_quoted(title));
     }
     if (plots.empty()) throw UsageError("plot --kind reach: no completed run to draw");
     const bool loss = o.series.find("loss") != std::string::npos;
@@ -220,7 +246,9 @@ std::string plot(const Runs& r, const Options& o) {
            << " noenhanced\nset ylabel "
            << gnuplot_quoted("fraction of runs at " + o.series + (loss ? " <= " : " >= ") + num(o.target))
            << " noenhanced\nset key noenhanced\nset title "
-           << plot_title("runs at the target (Kaplan-Meier; runs that never reached it count until they ended)", o)
+           << plot_title(band ? "runs at the target (Kaplan-Meier, 95 % band; runs that never reached it count to their end)"
+                              : "runs at the target (Kaplan-Meier; runs that never reached it count until they ended)",
+                         o)
            << "\n" << key_placement(longest_title) << "plot ";
     for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
   } else if (o.kind == "steps") {

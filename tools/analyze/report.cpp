@@ -196,8 +196,15 @@ void report(const Runs& r, const Options& o) {
     f.kind = kind;
     f.by = keys;
     f.output = (fs::path(o.output) / file).string();
+    std::vector<std::string> skip = {"by", "output"};
+    // The reach figure's band is the Kaplan-Meier interval: an --interval of the means (sd, sem, range) is not for it.
+    if (kind == "reach" && o.interval != "ci95" && o.interval != "none") {
+      skip.push_back("interval");
+      f.typed.erase(std::remove_if(f.typed.begin(), f.typed.end(), [](const auto& t) { return t.first == "interval"; }),
+                    f.typed.end());
+    }
     std::fprintf(out, "```sh\ndpstudy-analyze %s\n```\n\n",
-                 command("plot", kind, " --by " + join(keys, ",") + " --output " + file, {"by", "output"}).c_str());
+                 command("plot", kind, " --by " + join(keys, ",") + " --output " + file, skip).c_str());
     try {
       const std::string note = plot(r, f);
       std::fprintf(out, "![%s by %s](%s)\n\n", kind.c_str(), join(keys, ", ").c_str(), file.c_str());

@@ -75,6 +75,13 @@ struct Survival {
   std::vector<double> time, survival, se;
 };
 Survival kaplan_meier(const Censored& group);
+// The pointwise `confidence` interval of S(t) at each time of `km`, on the
+// log(-log) scale with Greenwood's variance: R's survfit(conf.type =
+// "log-log"). Where S is 1 or 0, or its variance undefined, both ends are S.
+struct SurvivalBand {
+  std::vector<double> low, high;
+};
+SurvivalBand km_band(const Survival& km, double confidence = 0.95);
 // The time by which a fraction p of the group has had the event, from the
 // Kaplan-Meier estimate: the first event time with S(t) < 1 - p, or where S is
 // flat at exactly 1 - p the midpoint of the flat, as R's quantile.survfit (NaN
