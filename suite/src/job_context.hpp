@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/program_options/errors.hpp>
+
 #include "dpstudy/communicator.hpp"
 #include "dpstudy/config.hpp"
 #include "dpstudy/error.hpp"
@@ -43,14 +45,37 @@ struct Session {
 };
 #endif
 
-// Every process of the job ends with `code`: an error of world rank 0 in a
-// step only it takes (lead_step), which the others learnt of at the collective
-// after it. Not an std::exception: nothing but workload_main catches it.
+// How a step of the job ended on one process: going on, done (--help), or an
+// error, with the exit status every process of the job then ends with. Thrown
+// by lead_step; not an std::exception: nothing but workload_main catches it.
 struct JobEnded {
-  int code;
-  std::string what;
-  bool usage;  // bad usage: the message points to --help
+  static constexpr int go_on = -1;
+  int code = go_on;  // else the exit status: 0 done, 2 bad usage, 1 another error
+  std::string what;  // the error
+  bool usage = false;  // bad usage: the message points to --help
+
+  // As text and back, to tell the other processes.
+  std::string text() const { return std::to_string(code) + (usage ? "u" : "-") + '\n' + what; }
+  static JobEnded from_text(const std::string& t) {
+    const auto eol = t.find('\n');
+    return {std::atoi(t.c_str()), t.substr(eol + 1), t[eol - 1] == 'u'};
+  }
 };
+
+// Runs `step`, turning its error into how the step ended.
+template <typename Step>
+JobEnded ending_of(Step&& step) {
+  try {
+    step();
+  } catch (const boost::program_options::error& e) {
+    return {2, e.what(), true};
+  } catch (const UsageError& e) {
+    return {2, e.what(), true};
+  } catch (const std::exception& e) {
+    return {1, e.what(), false};
+  }
+  return {};
+}
 
 // Runs `step` on world rank 0 alone (checking the results folder, say) while
 // the others wait, then tells them how it ended: an error there throws
@@ -58,19 +83,9 @@ struct JobEnded {
 // exits with its status, without MPI_Abort. A collective: every process calls it.
 template <typename Step>
 void lead_step(const Session& session, Step&& step) {
-  std::string failure;  // "<code><u|->\n<what>"
-  if (session.rank() == 0) {
-    try {
-      step();
-    } catch (const UsageError& e) {
-      failure = std::string("2u\n") + e.what();
-    } catch (const std::exception& e) {
-      failure = std::string("1-\n") + e.what();
-    }
-  }
-  const std::string told = session.all_gather(failure).front();
-  if (told.empty()) return;
-  throw JobEnded{told[0] - '0', told.substr(3), told[1] == 'u'};
+  const JobEnded mine = session.rank() == 0 ? ending_of(step) : JobEnded{};
+  const JobEnded told = JobEnded::from_text(session.all_gather(mine.text()).front());
+  if (told.code != JobEnded::go_on) throw told;
 }
 
 // The communicator for one run placed on `ranks` (world ranks): in process for

@@ -129,35 +129,6 @@ int fail(const Session& session, const std::string& prog, const std::string& run
   return code;
 }
 
-// How one process's start ended: to go on, done (--help), or an error.
-struct Start {
-  static constexpr int go_on = -1;
-  int code = go_on;  // else the exit status
-  std::string what;  // the error, when code > 0
-  bool usage = false;
-
-  void set(int status, const std::string& error, bool is_usage) {
-    code = status;
-    what = error;
-    usage = is_usage;
-  }
-};
-
-// Runs one step of the start (nothing in it a collective), catching its error.
-template <typename Step>
-void start_step(Start& start, Step&& step) {
-  if (start.code != Start::go_on) return;
-  try {
-    step();
-  } catch (const boost::program_options::error& e) {
-    start.set(2, e.what(), true);
-  } catch (const UsageError& e) {
-    start.set(2, e.what(), true);
-  } catch (const std::exception& e) {
-    start.set(1, e.what(), false);
-  }
-}
-
 // Ends the start alike on every process: they all go on, or all exit with one
 // status. Each process reads the same command line, study file and (usually)
 // data folder, so an error there is, as a rule, every process's: rank 0
@@ -167,9 +138,8 @@ void start_step(Start& start, Step&& step) {
 // with its rank and host, and rank 0 says which ranks could not start. Every
 // process must call this at the same point: it is a collective. One process
 // alone prints its error as it is.
-int agree_on_start(const Session& session, const std::string& prog, const Start& mine) {
-  const std::string text = std::to_string(mine.code) + (mine.usage ? "u" : "-") + '\n' + mine.what;
-  const std::vector<std::string> all = session.all_gather(text);
+int agree_on_start(const Session& session, const std::string& prog, const JobEnded& mine) {
+  const std::vector<std::string> all = session.all_gather(mine.text());
   const bool alike = std::all_of(all.begin(), all.end(), [&](const std::string& t) { return t == all.front(); });
   if (alike) {
     if (mine.code > 0 && session.rank() == 0) {
@@ -395,14 +365,17 @@ int workload_main(int argc, char** argv, const Workload& workload) {
   // The start: the command line, the study, the device, the threads and the
   // data, on each process alone; then the processes agree, before the first
   // collective, that they all go on.
-  Start start;
   std::optional<Request> request;
   Plan plan;
   std::map<std::string, TrainingData> data;
   std::optional<Job> job;
-  start_step(start, [&] {
+  bool done = false;  // --help, --version, --rebuild_index
+  JobEnded start = ending_of([&] {
     request = read_request(argc, argv, workload, session.rank() == 0);
-    if (!request) return start.set(0, "", false);  // --help, --version: under mpirun, printed once
+    if (!request) {  // --help, --version: under mpirun, printed once
+      done = true;
+      return;
+    }
     JobOptions& g = request->options;
     if (g.rebuild_index) {
       if (session.rank() == 0) {  // under mpirun, once
@@ -411,7 +384,8 @@ int workload_main(int argc, char** argv, const Workload& workload) {
         for (const auto& s : skipped) std::printf("# skipped corrupt run file: %s\n", s.c_str());
         std::printf("# rebuilt %s/index.h5: %zu runs\n", request->study_dir.c_str(), n);
       }
-      return start.set(0, "", false);
+      done = true;
+      return;
     }
     plan = plan_runs(*request, workload);
     for (PlannedRun& p : plan.runs) p.factory = workload_model(dataset_spec(p.config.dataset), p.model_values);
@@ -422,10 +396,11 @@ int workload_main(int argc, char** argv, const Workload& workload) {
                     prog, workload.name, argc, argv, current_run});
     load_data(*job);
   });
-  if (const int code = agree_on_start(session, prog, start); code != Start::go_on) return code;
+  if (done && start.code == JobEnded::go_on) start.code = 0;
+  if (const int code = agree_on_start(session, prog, start); code != JobEnded::go_on) return code;
   // A collective: every process compares its data files with rank 0's.
-  start_step(start, [&] { check_same_data(*job); });
-  if (const int code = agree_on_start(session, prog, start); code != Start::go_on) return code;
+  start = ending_of([&] { check_same_data(*job); });
+  if (const int code = agree_on_start(session, prog, start); code != JobEnded::go_on) return code;
   try {
     const JobOptions& g = request->options;
     if (g.mode == "throughput") return run_throughput_mode(*job);
