@@ -246,7 +246,8 @@ std::string plot(const Runs& r, const Options& o) {
            << " noenhanced\nset ylabel "
            << gnuplot_quoted("fraction of runs at " + o.series + (loss ? " <= " : " >= ") + num(o.target))
            << " noenhanced\nset key noenhanced\nset title "
-           << plot_title(band ? "runs at the target (Kaplan-Meier, 95 % band; runs that never reached it count to their end)"
+           << plot_title(band ? "runs at the target (Kaplan-Meier, 95 % band; runs that never reached it count to "
+                                "their end)"
                               : "runs at the target (Kaplan-Meier; runs that never reached it count until they ended)",
                          o)
            << "\n" << key_placement(longest_title) << "plot ";

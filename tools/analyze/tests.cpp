@@ -390,6 +390,8 @@ std::vector<Table> anova(const Runs& r, const Options& o) {
   return {t};
 }
 
+namespace {
+
 // One pair's row of the log-rank power table: its runs, how many reached the
 // goal, the hazard ratio detectable with them, and the runs per group that
 // --hazard_ratio needs at the fraction reaching it here.
@@ -417,6 +419,8 @@ std::vector<std::string> logrank_power_row(const Runs& fr, const Group& a, const
   }
   return row;
 }
+
+}  // namespace
 
 std::vector<Table> power(const Runs& r, const Options& o) {
   if (o.factor.empty()) throw UsageError("power needs --factor KEY");
@@ -474,7 +478,8 @@ std::vector<Table> power(const Runs& r, const Options& o) {
   }
   std::vector<std::string> held = o.within;
   held.push_back(o.factor);
-  if (const std::string note = pooled_note(r, held); !note.empty()) t.notes.push_back(note);
+  const std::string pooled = pooled_note(r, held);
+  if (!pooled.empty()) t.notes.push_back(pooled);
   if (const std::string note = goal_note(r, o.metric); !note.empty()) t.notes.push_back(note);
   if (!goal) return {t};
   lr.notes.push_back("the hazard ratio is how many times faster one level's runs reach the goal than the other's, at "
@@ -484,7 +489,7 @@ std::vector<Table> power(const Runs& r, const Options& o) {
                      "at the ratio it gives, simulated pairs of 3, 10 and 30 runs per group, every run reaching the "
                      "goal, detect it in 60, 72 and 77 % of studies, not 80 % (docs/analysis.md): read it as a "
                      "lower bound, and the runs per group as a least count");
-  if (const std::string note = pooled_note(r, held); !note.empty()) lr.notes.push_back(note);
+  if (!pooled.empty()) lr.notes.push_back(pooled);
   if (o.hazard_ratio > 0) {
     lr.notes.push_back("runs per group for hazard ratio " + num(o.hazard_ratio) + ": the events it needs, " +
                        num(stats::logrank_events_needed(o.hazard_ratio, 0.5, o.alpha, o.power), 3) +
