@@ -44,6 +44,7 @@ void set_all(h5::Group& g, const KeyValues& kv) {
 
 void write_hdf5_atomically(const std::string& path, const std::function<void(h5::Group&)>& fill,
                            const char* kill_name) {
+  fail_point(kill_name);  // as a write that failed: nothing under `path` changes
   // Built in memory, then written by us: a full disk is a clean ENOSPC here,
   // and only a complete, synced file is ever renamed to `path`.
   std::vector<char> image;

@@ -49,7 +49,10 @@ int StudyJob::run() {
   // Every process is through (this is also the barrier before the index).
   const bool stopped = session_.max(stopped_ || stop_requested() ? 1.0 : 0.0) > 0;
   const bool mixed = session_.max(other_data_seen_.empty() ? 0.0 : 1.0) > 0;
-  const int status = lead_ ? finish(stopped, mixed) : 0;
+  // The others wait for the lead's end (the index, the table): an error there
+  // (a full disk) is then printed once and ends them all alike.
+  int status = 0;
+  lead_step(session_, [&] { status = finish(stopped, mixed); });
   if (!stopped) return status;
   // All exit with the lead's status (5, or 0 when the job's other processes
   // finished every run meanwhile), after the index is written: under srun

@@ -449,6 +449,20 @@ class Layouts(TempFolderTest):
         self.assertIn(f"dpstudy-mlp-mnist: error: {not_a_folder}/out/s/runs: cannot create or write the results "
                       "folder", r.stderr)
         self.assertNotIn("MPI_ABORT", r.stderr)
+        # And one in its end (the index rewritten after every process is through: a full disk, here an injected
+        # failure of the third index write, after the two runs'): the runs are kept, and the study ends well
+        # when run again.
+        out = os.path.join(self.tmp, "end-error")
+        args = ("--workers", "2", "--procs_per_run", "2", "--seeds", "2")
+        failing = dict(ENV, DPSTUDY_TEST_FAIL_AT="index-write:3", DPSTUDY_TEST_FAIL_RANK="0")
+        r, _ = self.study(out, 2, *args, env=failing)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.count("error:"), 1, r.stderr)
+        self.assertIn("dpstudy-mlp-mnist: error: injected failure (DPSTUDY_TEST_FAIL_AT=index-write:3)", r.stderr)
+        self.assertNotIn("MPI_ABORT", r.stderr)
+        self.assertEqual(len(glob.glob(os.path.join(out, "s", "runs", "*.h5"))), 2)
+        r, _ = self.study(out, 2, *args)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         # So is --version (and --help): once.
         r = subprocess.run([MPIEXEC, "-n", "2", EXE, "--version"], capture_output=True, text=True, env=ENV,
                            timeout=120)
