@@ -38,7 +38,6 @@ struct Session {
     std::fprintf(stderr, "%s\n", message.c_str());
     std::exit(code);
   }
-  void barrier() const {}
   void broadcast(std::vector<std::int64_t>&) const {}
   double max(double value) const { return value; }
   std::vector<std::string> all_gather(const std::string& text) const { return {text}; }

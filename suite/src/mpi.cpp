@@ -103,10 +103,6 @@ void Session::abort(const std::string& message, int code) const {
   std::exit(code);
 }
 
-void Session::barrier() const {
-  if (active_) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-}
-
 void Session::broadcast(std::vector<std::int64_t>& values) const {
   if (!active_) return;
   long long n = (long long)values.size();

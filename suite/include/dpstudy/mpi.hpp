@@ -40,7 +40,6 @@ class Session {
   const std::string& host() const { return host_; }
   // Ends every process of the job with `code`, after printing `message` (never returns).
   [[noreturn]] void abort(const std::string& message, int code) const;
-  void barrier() const;
   // Broadcasts from world rank 0.
   void broadcast(std::vector<std::int64_t>& values) const;
   // The largest of the values the processes pass (MPI_MAX over the world).
