@@ -150,7 +150,7 @@ int agree_on_start(const Session& session, const std::string& prog, const JobEnd
   int code = 0, failed = 0;
   std::string ranks;
   for (std::size_t r = 0; r < all.size(); ++r) {
-    const int c = std::atoi(all[r].c_str());
+    const int c = JobEnded::from_text(all[r]).code;
     if (c > 0) ranks += (failed++ ? ", " : "") + std::to_string(r);
     code = std::max(code, c);
   }
