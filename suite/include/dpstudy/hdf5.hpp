@@ -66,8 +66,9 @@ class Group {
   std::vector<std::string> read_strings(const std::string& name) const;
   // Dataset type: 'i', 'f' or 's'.
   char dataset_kind(const std::string& name) const;
-  // The dataset's extent per dimension ({rows} for 1-D, {rows, cols} for a matrix).
-  std::vector<std::int64_t> dataset_shape(const std::string& name) const;
+  // The dataset's extent per dimension ({rows} for 1-D, {rows, cols} for a matrix);
+  // with `kind`, its type as dataset_kind gives it, from the same opening.
+  std::vector<std::int64_t> dataset_shape(const std::string& name, char* kind = nullptr) const;
   // The dataset's "units" attribute, or "" when it has none.
   std::string dataset_units(const std::string& name) const;
   // A link `name` to object `object` in another file (path relative to this file).
