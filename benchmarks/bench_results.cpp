@@ -65,6 +65,7 @@ RunRecord example_run(int i) {
     }
     r.eval.val_loss.push_back(std::nan(""));
     r.eval.val_accuracy.push_back(std::nan(""));
+    r.eval.synced.push_back(1);
   }
   r.summary.final_test_accuracy = 0.9;
   r.summary.steps = steps;

@@ -15,7 +15,7 @@ namespace dpstudy {
 
 StoredRun read_stored_run(const std::string& path, const std::string& workload, const std::vector<std::string>& keys) {
   std::string detail;
-  const RunFileState state = inspect_run_file(path, &detail, /*any_name=*/true);
+  const RunFileState state = inspect_run_file(path, &detail, RunFileCheck::reproduce);
   if (state == RunFileState::missing) throw UsageError("--reproduce: " + path + ": no such run file");
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {

@@ -230,7 +230,84 @@ void write_run_file(const std::string& path, const RunRecord& rec) {
       "run-write");
 }
 
-RunFileState inspect_run_file(const std::string& path, std::string* detail, bool any_name) {
+namespace {
+
+// Every value the index takes from a run file (study_index.cpp), read as it
+// reads them: a file the index would skip is not a complete run to a study
+// either, or the study would keep it and the index leave it out.
+void read_attributes(const h5::Group& g) {
+  for (const std::string& key : g.attr_names()) {
+    const char kind = g.attr_kind(key);
+    if (kind == 's') {
+      g.get_string(key);
+    } else if (kind == 'i') {
+      g.get_int(key);
+    } else {
+      g.get_double(key);
+    }
+  }
+}
+
+// The series write_series writes, by group, that every run file of this
+// schema has (eval/synced and train/worker_loss came later: a file may lack
+// them). Each column of a group holds one value per row of its step column.
+struct SeriesGroup {
+  const char* name;
+  std::vector<const char*> columns;
+};
+const SeriesGroup kSeriesGroups[] = {
+    {"train", {"step", "epoch", "loss", "lr", "samples", "time_s", "comm_s", "comm_bytes"}},
+    {"eval", {"step", "epoch", "test_loss", "test_accuracy", "val_loss", "val_accuracy", "train_loss",
+              "worker_divergence"}},
+    {"syncs", {"step", "level", "divergence"}},
+};
+
+// dpstudy-analyze refuses a run file whose series disagree in length (a damaged
+// or edited file); a study must not keep such a file as a finished run.
+void check_series(const h5::Group& root, const std::string& path) {
+  auto shape_text = [](const std::vector<std::int64_t>& shape) {
+    std::string t;
+    for (const auto n : shape) t += (t.empty() ? "" : " x ") + std::to_string(n);
+    return t.empty() ? std::string("no") : t;
+  };
+  for (const SeriesGroup& sg : kSeriesGroups) {
+    const std::string group = sg.name;
+    const h5::Group g = root.open_group(group);
+    const std::vector<std::string> members = g.members();
+    for (const char* column : sg.columns) {
+      if (std::find(members.begin(), members.end(), column) == members.end()) {
+        throw Hdf5Error(path, "no " + group + "/" + column + " series");
+      }
+    }
+    const std::vector<std::int64_t> steps = g.dataset_shape("step");
+    for (const std::string& column : members) {
+      char kind = '?';
+      const std::vector<std::int64_t> shape = g.dataset_shape(column, &kind);
+      const bool fits = steps.size() == 1 && !shape.empty() && shape[0] == steps[0] &&
+                        shape.size() == (column == "worker_loss" ? 2u : 1u);
+      if (!fits) {
+        throw Hdf5Error(path, group + "/" + column + " has " + shape_text(shape) + " values, " + group +
+                                  "/step has " + shape_text(steps) +
+                                  ": expected one value per step (a damaged or edited run file)");
+      }
+      if (kind == 's') throw Hdf5Error(path, group + "/" + column + " holds text, expected numbers");
+    }
+  }
+}
+
+void read_index_values(const h5::Group& root) {
+  read_attributes(root);
+  read_attributes(root.open_group("config"));
+  read_attributes(root.open_group("summary"));
+  const h5::Group provenance = root.open_group("provenance");
+  for (const char* key : {"dataset_checksums", "libtorch", "blas_build"}) {
+    if (provenance.has_attr(key)) provenance.get_string(key);
+  }
+}
+
+}  // namespace
+
+RunFileState inspect_run_file(const std::string& path, std::string* detail, RunFileCheck check) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return RunFileState::missing;
   try {
@@ -251,12 +328,17 @@ RunFileState inspect_run_file(const std::string& path, std::string* detail, bool
     // another run's result (and give the index two rows of one run).
     const std::string id = root.get_string("run_id");
     const std::string stem = fs::path(path).stem().string();
-    if (id != stem && !any_name) {
+    if (id != stem && check != RunFileCheck::reproduce) {
       if (detail) *detail = "holds run " + id + ", not " + stem + " (a renamed or copied run file)";
       return RunFileState::corrupt;
     }
-    root.open_group("train").read_doubles("loss");
+    if (check == RunFileCheck::reproduce) {
+      root.open_group("train").read_doubles("loss");
+    } else {
+      check_series(root, path);
+    }
     root.open_group("summary").get_string("status");
+    if (check == RunFileCheck::finished) read_index_values(root);
     return RunFileState::complete;
   } catch (const Error& e) {
     if (detail) *detail = e.what();

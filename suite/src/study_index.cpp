@@ -172,7 +172,7 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
     Cache::Entry e;
     e.fp = fp;
     ++files_read_;
-    e.complete = inspect_run_file(path, &e.why) == RunFileState::complete;
+    e.complete = inspect_run_file(path, &e.why, RunFileCheck::for_index) == RunFileState::complete;
     if (e.complete) {
       try {
         const h5::File f = h5::File::open_read(path);

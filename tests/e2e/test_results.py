@@ -255,6 +255,43 @@ class Results(TempFolderTest):
         with h5py.File(os.path.join(runs, victim), "r") as f:
             self.assertEqual(f["summary"].attrs["status"], "completed")
 
+    def test_run_files_the_index_or_analyze_cannot_read_are_rerun(self):
+        # Each was kept as a finished run before: the index then left it out
+        # (or read an array attribute past its one value), and dpstudy-analyze
+        # refused the series, while the study said every run was done.
+        import numpy as np
+        out = os.path.join(self.tmp, "unreadable")
+        args = ("--workers", "1,2", "--sync_period", "1,2", "--quiet")
+        self.assertEqual(self.run_study(*args, output=out).returncode, 0)
+        runs = os.path.join(out, "mlp-mnist", "runs")
+        files = sorted(os.path.join(runs, f) for f in os.listdir(runs))
+        self.assertEqual(len(files), 4)
+        with h5py.File(files[0], "r+") as f:
+            del f["config"].attrs["workers"]
+            f["config"].attrs["workers"] = np.array([1, 2])
+        with h5py.File(files[1], "r+") as f:
+            steps = len(f["eval/step"])
+            del f["eval/test_accuracy"]
+            f["eval/test_accuracy"] = [0.5] * (steps - 1)
+        with h5py.File(files[2], "r+") as f:
+            del f["train/lr"]
+        # The file format checksums its metadata (version 2 superblock and object headers).
+        with open(files[3], "rb") as f:
+            self.assertEqual(f.read(9)[8], 2)
+        r = self.run_study(*args[:-1], output=out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("attribute workers of /config holds 2 values, expected one (a damaged or edited file)); "
+                      "rerunning", r.stdout)
+        self.assertIn(f"eval/test_accuracy has {steps - 1} values, eval/step has {steps}: expected one value per "
+                      "step (a damaged or edited run file)); rerunning", r.stdout)
+        self.assertIn("no train/lr series); rerunning", r.stdout)
+        self.assertEqual(r.stdout.count(": starting"), 3)
+        self.assertIn("# study mlp-mnist done: 4 runs in", r.stdout)
+        analyzed = subprocess.run([ANALYZE, "curves", os.path.join(out, "mlp-mnist"), "--by", "workers"],
+                                  capture_output=True, text=True, timeout=120)
+        self.assertEqual(analyzed.returncode, 0, analyzed.stderr)
+        self.assertNotIn("warning", analyzed.stderr)
+
     def test_a_run_file_under_another_runs_name_is_not_taken_for_it(self):
         out = os.path.join(self.tmp, "renamed")
         self.assertEqual(self.run_study("--workers", "1,2", output=out).returncode, 0)

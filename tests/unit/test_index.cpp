@@ -47,6 +47,7 @@ void write_run(const std::string& study_dir, const std::string& id, double accur
   r.eval.val_accuracy = {std::nan("")};
   r.eval.train_loss = {2.2};
   r.eval.worker_divergence = {0};
+  r.eval.synced = {1};
   r.summary.final_test_accuracy = accuracy;
   r.summary.steps = 2;
   make_dirs(study_dir + "/runs");

@@ -53,10 +53,15 @@ struct RunComparison {
 RunComparison compare_run_files(const std::string& reference, const std::string& other);
 
 enum class RunFileState { missing, complete, corrupt, other_schema };
-// What is at `path`; `detail` says why for corrupt and other_schema. A file
-// whose name is not its run id is corrupt in a study's runs/ folder, but not
-// with `any_name` (a run file copied elsewhere to be reproduced).
-RunFileState inspect_run_file(const std::string& path, std::string* detail, bool any_name = false);
+// How much of a run file inspect_run_file reads.
+enum class RunFileCheck {
+  finished,   // a study's finished run: named by its id, every series one value per step, every value the index reads
+  for_index,  // the same but the values, which the index reads next itself
+  reproduce,  // its groups under any name (a copy elsewhere): --reproduce compares the rest and names what differs
+};
+// What is at `path`; `detail` says why for corrupt and other_schema.
+RunFileState inspect_run_file(const std::string& path, std::string* detail,
+                              RunFileCheck check = RunFileCheck::finished);
 
 // The run files under <study_dir>/runs (names ending in .h5, checkpoints and
 // temporary files left out), sorted: what the index is made from.
