@@ -183,7 +183,9 @@ std::vector<std::string> inert_key_notes(const std::vector<PlannedRun>& runs) {
 
 }  // namespace
 
-Plan plan_runs(const Request& request, const Workload& workload) {
+namespace {
+
+Plan plan_study(const Request& request, const Workload& workload) {
   // Every combination is held in memory before the exclude rules drop any: a slip such as
   // `seeds = 65537` for 5, or four axes of a hundred values, would take minutes or all of it.
   double combinations = double(std::max<std::size_t>(request.trials.size(), 1));
@@ -267,6 +269,19 @@ Plan plan_runs(const Request& request, const Workload& workload) {
     for (auto& note : inert_key_notes(plan.runs)) plan.notes.push_back(std::move(note));
   }
   return plan;
+}
+
+}  // namespace
+
+Plan plan_runs(const Request& request, const Workload& workload) {
+  if (request.options.reproduce.empty()) return plan_study(request, workload);
+  try {
+    return plan_study(request, workload);
+  } catch (const UsageError& e) {
+    // The values are the run file's, not the command line's.
+    throw UsageError("--reproduce: " + request.options.reproduce + ": its stored config is refused (a damaged or " +
+                     "edited run file?): " + e.what());
+  }
 }
 
 int procs_for_run(const RunConfig& c, int requested, int world) {

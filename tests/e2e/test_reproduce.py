@@ -189,6 +189,14 @@ class Reproduce(TempFolderTest):
                 (MLP, ["--reproduce", os.path.join(self.tmp, "ref", "index.h5")], "is not a complete run file"),
                 (MLP, ["--reproduce", os.path.join(self.tmp, "nothing.h5")], "no such run file")):
             self.assertIn(message, self.exe([exe, *args], status=2))
+        # A stored value no option takes is the file's, not the command line's.
+        edited = os.path.join(self.tmp, "edited.h5")
+        shutil.copy(self.reference, edited)
+        with h5py.File(edited, "r+") as f:
+            del f["config"].attrs["group_size"]
+            f["config"].attrs["group_size"] = "x"
+        self.assertIn(f"--reproduce: {edited}: its stored config is refused (a damaged or edited run file?): "
+                      "--group_size: 'x' must be a whole number", self.exe([MLP, "--reproduce", edited], status=2))
 
 
 if __name__ == "__main__":
