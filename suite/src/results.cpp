@@ -249,14 +249,14 @@ void read_attributes(const h5::Group& g) {
 }
 
 // The series write_series writes, by group, that every run file of this
-// schema has (eval/synced and train/worker_loss came later: a file may lack
-// them). Each column of a group holds one value per row of its step column.
+// schema has (eval/synced came later: a file may lack it). Each column of a
+// group holds one value per row of its step column (worker_loss one row).
 struct SeriesGroup {
   const char* name;
   std::vector<const char*> columns;
 };
 const SeriesGroup kSeriesGroups[] = {
-    {"train", {"step", "epoch", "loss", "lr", "samples", "time_s", "comm_s", "comm_bytes"}},
+    {"train", {"step", "epoch", "loss", "lr", "samples", "time_s", "comm_s", "comm_bytes", "worker_loss"}},
     {"eval", {"step", "epoch", "test_loss", "test_accuracy", "val_loss", "val_accuracy", "train_loss",
               "worker_divergence"}},
     {"syncs", {"step", "level", "divergence"}},
