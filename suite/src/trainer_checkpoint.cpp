@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "dpstudy/error.hpp"
 #include "dpstudy/fault.hpp"
@@ -61,6 +62,57 @@ void read_tensor(const std::string& path, const h5::Group& g, const std::string&
                               std::to_string(t.numel()));
   }
   t.copy_(at::from_blob(const_cast<float*>(v.data()), {t.numel()}, at::kFloat));
+}
+
+// The series and counters a checkpoint holds, checked against its step: a
+// damaged or edited checkpoint would otherwise resume into a run file whose
+// series disagree (rerun as corrupt) or a train_loss averaged over a wrong count.
+void check_restored(const std::string& path, const RunResult& r, std::int64_t step, std::int64_t workers,
+                    std::int64_t steps_since_eval) {
+  auto need = [&](bool ok, const std::string& what) {
+    if (!ok) throw DataError(path, what + " (a damaged or edited checkpoint)");
+  };
+  auto rows = [&](const char* name, std::size_t n, std::size_t expected, const char* of) {
+    need(n == expected, std::string(name) + " has " + std::to_string(n) + " values, expected " +
+                            std::to_string(expected) + " (" + of + ")");
+  };
+  const TrainSeries& t = r.train;
+  const std::size_t steps = std::size_t(step);
+  rows("train/step", t.step.size(), steps, "one per step");
+  for (std::size_t i = 0; i < steps; ++i) {
+    need(t.step[i] == std::int64_t(i) + 1, "train/step holds " + std::to_string(t.step[i]) + " in row " +
+                                               std::to_string(i) + ", expected " + std::to_string(i + 1));
+  }
+  using Rows = std::pair<const char*, std::size_t>;
+  for (const auto& [name, n] : {Rows{"train/epoch", t.epoch.size()}, Rows{"train/loss", t.loss.size()},
+                                Rows{"train/lr", t.lr.size()}, Rows{"train/samples", t.samples.size()},
+                                Rows{"train/time_s", t.time_s.size()}, Rows{"train/comm_s", t.comm_s.size()},
+                                Rows{"train/comm_bytes", t.comm_bytes.size()}}) {
+    rows(name, n, steps, "one per step");
+  }
+  rows("train/worker_loss", t.worker_loss.size(), steps * std::size_t(workers), "one per step and worker");
+  const EvalSeries& e = r.eval;
+  const std::size_t evals = e.step.size();
+  for (const auto& [name, n] :
+       {Rows{"eval/epoch", e.epoch.size()}, Rows{"eval/test_loss", e.test_loss.size()},
+        Rows{"eval/test_accuracy", e.test_accuracy.size()}, Rows{"eval/val_loss", e.val_loss.size()},
+        Rows{"eval/val_accuracy", e.val_accuracy.size()}, Rows{"eval/train_loss", e.train_loss.size()},
+        Rows{"eval/worker_divergence", e.worker_divergence.size()}}) {
+    rows(name, n, evals, "one per eval/step");
+  }
+  if (!e.synced.empty()) rows("eval/synced", e.synced.size(), evals, "one per eval/step");
+  for (std::size_t i = 0; i < evals; ++i) {
+    need(e.step[i] >= 1 && e.step[i] <= step && (i == 0 || e.step[i] > e.step[i - 1]),
+         "eval/step holds " + std::to_string(e.step[i]) + " in row " + std::to_string(i) +
+             ", expected rising steps within 1.." + std::to_string(step));
+  }
+  const SyncSeries& y = r.syncs;
+  rows("syncs/level", y.level.size(), y.step.size(), "one per syncs/step");
+  rows("syncs/divergence", y.divergence.size(), y.step.size(), "one per syncs/step");
+  const std::int64_t last_eval = evals == 0 ? 0 : e.step.back();
+  need(steps_since_eval == step - last_eval,
+       "steps_since_eval is " + std::to_string(steps_since_eval) + ", expected " + std::to_string(step - last_eval) +
+           " (step " + std::to_string(step) + ", last evaluation at step " + std::to_string(last_eval) + ")");
 }
 
 }  // namespace
@@ -170,6 +222,15 @@ void Trainer::restore_checkpoint_unchecked(const std::string& path) {
   loss_since_eval_ = root.get_double("loss_since_eval");
   steps_since_eval_ = root.get_int("steps_since_eval");
   result_ = read_series(root);
+  check_restored(path, result_, step_, config_.workers, steps_since_eval_);
+  for (const auto& [key, v] : {std::pair<const char*, double>{"comm_s", comm_s_}, {"eval_s", eval_s_},
+                                {"elapsed_s", elapsed_before_}}) {
+    if (!(v >= 0 && std::isfinite(v))) {
+      throw DataError(path, std::string(key) + " is " + std::to_string(v) +
+                                ", expected a finite time >= 0 (a damaged or edited checkpoint)");
+    }
+  }
+  if (comm_bytes_ < 0) throw DataError(path, "comm_bytes is negative (a damaged or edited checkpoint)");
   if (result_.eval.synced.size() != result_.eval.step.size()) {
     // A checkpoint of a dpstudy before eval/synced: what each evaluation was,
     // from the config and the averagings recorded.

@@ -150,8 +150,26 @@ class KillAndResume(TempFolderTest):
         def step_past_the_end(f):
             f.attrs["step"] = 61
 
+        def steps_since_eval_off(f):
+            # The training loss of the next evaluation is the mean since the
+            # last one: a count of -3 would resume into a wrong mean.
+            f.attrs["steps_since_eval"] = -3
+
+        def loss_series_short(f):
+            loss = f["train/loss"][()]
+            del f["train/loss"]
+            f["train/loss"] = loss[:-1]
+
+        def eval_steps_past_the_step(f):
+            f["eval/step"][-1] = 26
+
+        def elapsed_negative(f):
+            f.attrs["elapsed_s"] = -1.0
+
         damages = {"sampler order out of range": out_of_range, "sampler order repeats": repeated,
-                   "generator state short": short_generator, "step past the end": step_past_the_end}
+                   "generator state short": short_generator, "step past the end": step_past_the_end,
+                   "steps since eval off": steps_since_eval_off, "loss series short": loss_series_short,
+                   "eval step past the step": eval_steps_past_the_step, "elapsed negative": elapsed_negative}
         for what, damage in damages.items():
             with self.subTest(damage=what):
                 out = os.path.join(self.tmp, "damaged-" + what.replace(" ", "-"))
