@@ -354,6 +354,10 @@ class Analyze(TempFolderTest):
                 (["power", "--factor", "overlap", "--metric", "steps_to_goal", "--hazard_ratio", "1"],
                  "--hazard_ratio: '1' must be a hazard ratio > 0 other than 1"),
                 (["compare", "--factor", "overlap", "--hazard_ratio", "2"], "--hazard_ratio 2: compare does not read it"),
+                (["report", "--by", "overlap", "--factor", "overlap", "--hazard_ratio", "2", "--output", "r"],
+                 "--hazard_ratio: report uses it in the power of the comparisons of --factor of a time to a goal"),
+                (["report", "--by", "overlap", "--target", "0.5", "--hazard_ratio", "2", "--output", "r"],
+                 "give --factor F and --target T"),
                 (["steps-to-result", "--target", "90"], "--target: '90' must be in (0, 1]: test_accuracy is a fraction"),
                 (["summary", "--by", "overlap", "--metric", "test_accuracy@step=ten"],
                  "'ten' is not a number of steps"),
@@ -821,7 +825,7 @@ class Analyze(TempFolderTest):
         self.analyze("report", self.main, "--by", "overlap,sync_period", "--factor", "overlap", "--where",
                      "lr<1", "--include_diverged", "--interval", "sd", "--series", "test_loss",
                      "--baseline", "0.5", "--equivalence", "0.5", "--alpha", "0.025", "--style", "band",
-                     "--target", "1.5", "--output", folder)
+                     "--target", "1.5", "--hazard_ratio", "3", "--output", folder)
         with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
             text = f.read()
         commands = re.findall(r"```sh\ndpstudy-analyze (.*)\n```", text)
@@ -837,7 +841,10 @@ class Analyze(TempFolderTest):
         self.assertIn("## Power of the comparisons of overlap: steps to test_loss <= 1.5", text)
         self.assertIn("--metric 'test_loss@reach=1.5'", shown["reach power"])
         self.assertNotIn("--equivalence", shown["reach power"])
-        self.assertIn("| detectable hazard ratio |", text)
+        self.assertIn("| detectable hazard ratio | runs per group for hazard ratio 3 |", text)
+        # --hazard_ratio is the log-rank test's: the power of the steps takes it, that of the final loss not.
+        self.assertIn("--hazard_ratio 3", shown["reach power"])
+        self.assertNotIn("--hazard_ratio", shown["power"])
         self.assertIn("--kind reach", shown["plot reach"])
         self.assertIn("--series test_loss --target 1.5 --by overlap,sync_period --output reach.png",
                       shown["plot reach"])

@@ -39,8 +39,9 @@ commands:
                    (--by global_batch: workers x batch_size, with workers swept)
   throughput       [--where K=V]: each point of --mode throughput's table (the folder's throughput.h5): samples/s,
                    steps/s, communication, memory, speed-up and efficiency over one worker
-  report           --by K1,K2 [--factor F] [--target T] --output FOLDER: report.md with the summary, the
-                   factorial ANOVA, the comparisons of F, steps and time to T, the figures, each with its command
+  report           --by K1,K2 [--factor F] [--target T] [--hazard_ratio H] --output FOLDER: report.md with the
+                   summary, the factorial ANOVA, the comparisons of F and their power, steps and time to T, the
+                   figures, each with its command
   plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command);
                    --kind reach --target T [--by K] [--x step|time_s]: the fraction of runs at T (Kaplan-Meier);
                    --kind scaling [--by K]: samples/s against workers from throughput tables, with linear scaling
@@ -77,7 +78,8 @@ int main(int argc, char** argv) {
         "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv, json or latex (booktabs)")(
         "effect", po::value(&o.effect), "power: seeds needed to detect this standardised effect d")(
         "hazard_ratio", po::value(&o.hazard_ratio),
-        "power of a time to a goal: runs per group for the log-rank test to detect this hazard ratio, e.g. 2")(
+        "power (and report) of a time to a goal: runs per group for the log-rank test to detect this hazard "
+        "ratio, e.g. 2")(
         "alpha", po::value(&o.alpha)->default_value(0.05, "0.05"),
         "compare, report: the equivalence test's level (its interval is 1 - 2 alpha); power: the tests' level")(
         "power", po::value(&o.power)->default_value(0.8, "0.8"), "power: required power")(
@@ -135,7 +137,14 @@ int main(int argc, char** argv) {
         throw ConfigError("hazard_ratio", num(o.hazard_ratio),
                           "must be a hazard ratio > 0 other than 1, e.g. 2 (one level reaching the goal twice as fast)");
       }
-      if (!is_goal_metric(o.metric)) {
+      if (o.command == "report") {
+        // The report's power of --factor's comparisons takes it where their metric is a time to a goal.
+        if (o.factor.empty() || (std::isnan(o.target) && !is_goal_metric(o.metric))) {
+          throw UsageError("--hazard_ratio: report uses it in the power of the comparisons of --factor of a time to "
+                           "a goal: give --factor F and --target T (or --metric steps_to_goal, time_to_goal_s, "
+                           "SERIES@reach=T or SERIES@reach_time=T)");
+        }
+      } else if (!is_goal_metric(o.metric)) {
         throw UsageError("--hazard_ratio: the log-rank test is of a time to a goal, not of " + o.metric +
                          ": give --metric steps_to_goal, time_to_goal_s, SERIES@reach=T or SERIES@reach_time=T");
       }

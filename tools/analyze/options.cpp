@@ -30,7 +30,7 @@ const std::map<std::string, std::set<std::string>>& readers() {
       {"log_x", {"report", "plot:summary"}},
       {"format", {"runs", "summary", "compare", "anova", "power", "curves", "steps-to-result", "throughput"}},
       {"effect", {"power"}},
-      {"hazard_ratio", {"power"}},
+      {"hazard_ratio", {"power", "report"}},
       {"power", {"power"}},
       {"series", {"curves", "steps-to-result", "report", "plot:curves", "plot:reach", "plot:steps", "plot:best_lr"}},
       {"x", {"curves", "report", "plot:curves", "plot:reach"}},

@@ -118,7 +118,13 @@ void report(const Runs& r, const Options& o) {
     } else {
       print(compare(r, c), Format::markdown, out);
       // Not significant is not "no difference": what these runs could have detected.
-      section("Power of the comparisons of " + o.factor, command("power", "", families, {"factor", "within"}));
+      // --hazard_ratio is the log-rank test's: of this metric only if it is a time to a goal.
+      const bool goal = is_goal_metric(o.metric);
+      if (!goal) c.hazard_ratio = 0;
+      section("Power of the comparisons of " + o.factor,
+              command("power", "", families,
+                      goal ? std::vector<std::string>{"factor", "within"}
+                           : std::vector<std::string>{"factor", "within", "hazard_ratio"}));
       print(power(r, c), Format::markdown, out);
     }
   }
