@@ -1037,6 +1037,15 @@ class Analyze(TempFolderTest):
         # 1, 1.2, 1.4, ... for workers 1 and 2): the labels centred under the x axis.
         x_tics = re.findall(r'text-anchor="middle">\s*<text><tspan[^>]*> ([^<]+)</tspan>', svg)
         self.assertEqual(x_tics, ["0", "0.5"])
+        # Lines by every key after x: one per combination (the thesis's households figure, a line per
+        # household size and period).
+        path = os.path.join(self.tmp, "three-keys.svg")
+        self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap,sync_period,lr", "--include_diverged",
+                     "--output", path)
+        with open(path, encoding="utf-8") as f:
+            titles = re.findall(r"<title>([^<]*)</title>", f.read())
+        self.assertEqual(titles[1:], ["sync_period=1 lr=0.05", "sync_period=1 lr=1000", "sync_period=4 lr=0.05",
+                                      "sync_period=4 lr=1000"])
         for args, message in ((["curves", self.main, "--interval", "iqr"], "--interval: 'iqr' is not one of: ci95, sd"),
                               (["plot", self.main, "--by", "overlap", "--style", "area", "--output", path],
                                "--style: 'area' is not one of: bars, band")):

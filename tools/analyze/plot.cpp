@@ -58,7 +58,9 @@ std::string plot(const Runs& r, const Options& o) {
   Clamp clamp;  // summary and curves: the band's ends, cut to the quantity's range
   script << "set terminal " << term << "\nset grid\nset key outside right top\n";
   if (o.kind == "summary") {
-    if (o.by.empty() || o.by.size() > 2) throw UsageError("plot --kind summary needs --by X or --by X,LINES");
+    // Lines by every key after X: the thesis's households figure has one per (group_size,
+    // group_sync_period) pair.
+    if (o.by.empty()) throw UsageError("plot --kind summary needs --by X or --by X,LINES[,LINES...]");
     std::vector<std::string> lines_keys(o.by.begin() + 1, o.by.end());
     std::vector<std::string> plots;
     std::set<std::string> off_axis;  // x values that are not numbers (sync_period=never)
