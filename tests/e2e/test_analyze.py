@@ -694,6 +694,11 @@ class Analyze(TempFolderTest):
         detectable = np.exp(np.sqrt(z * z / 0.25 / 2))  # 52.6: two events bound almost nothing
         self.assertAlmostEqual(float(row["detectable hazard ratio"]), detectable, delta=0.001 * detectable)
         self.assertEqual(row["runs per group for hazard ratio 2"], int(np.ceil(z * z / 0.25 / np.log(2) ** 2)))
+        # The design simulated: with 4 runs no order of their 2 events is significant, whatever the ratio; a
+        # ratio of 2 needs as many runs as Schoenfeld counts, whose approximation holds for the 66 events of
+        # 2 x 66 runs, half of them reaching the goal (test_stats_vs_scipy.py checks the simulation).
+        self.assertEqual(row["detectable hazard ratio (simulated)"], "over 1000")
+        self.assertIn(int(row["runs per group for hazard ratio 2 (simulated)"]), range(66, 70))
         self.assertIn("power of the log-rank test on steps_to_goal", tables[1]["title"])
         self.assertIn("all, one-way ANOVA, Welch ANOVA and Kruskal-Wallis: no run of lr=1e-06 reached the goal, so "
                       "they have nothing to compare (the log-rank test counts those runs)",
@@ -841,7 +846,8 @@ class Analyze(TempFolderTest):
         self.assertIn("## Power of the comparisons of overlap: steps to test_loss <= 1.5", text)
         self.assertIn("--metric 'test_loss@reach=1.5'", shown["reach power"])
         self.assertNotIn("--equivalence", shown["reach power"])
-        self.assertIn("| detectable hazard ratio | runs per group for hazard ratio 3 |", text)
+        self.assertIn("| detectable hazard ratio | detectable hazard ratio (simulated) | runs per group for hazard "
+                      "ratio 3 | runs per group for hazard ratio 3 (simulated) |", text)
         # --hazard_ratio is the log-rank test's: the power of the steps takes it, that of the final loss not.
         self.assertIn("--hazard_ratio 3", shown["reach power"])
         self.assertNotIn("--hazard_ratio", shown["power"])

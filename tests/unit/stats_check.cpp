@@ -43,6 +43,12 @@ int main() {
       std::printf("%.17g %.17g\n", hr, logrank_events_needed(hr, g[1].at(0)));
       continue;
     }
+    if (name == "logrank_power_simulated") {  // n_a;n_b;reached: "detectable_hazard_ratio end_time power_there"
+      const auto n_a = std::int64_t(g[0].at(0)), n_b = std::int64_t(g[1].at(0));
+      const double hr = logrank_detectable_hazard_ratio_simulated(n_a, n_b, g[2].at(0));
+      std::printf("%.17g %.17g\n", hr, logrank_power_simulated(n_a, n_b, hr, g[2].at(0)));
+      continue;
+    }
     if (name == "welch_interval") {  // a;b;confidence: "diff low high df"
       const DiffInterval d = welch_interval(g[0], g[1], g[2].at(0));
       std::printf("%.17g %.17g %.17g %.17g\n", d.diff, d.low, d.high, d.df);
