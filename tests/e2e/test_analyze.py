@@ -836,9 +836,17 @@ class Analyze(TempFolderTest):
         commands = re.findall(r"```sh\ndpstudy-analyze (.*)\n```", text)
         self.assertEqual([c.split()[0] for c in commands],
                          ["summary", "anova", "compare", "power", "steps-to-result", "summary", "compare", "power",
-                          "plot", "plot", "plot"])
+                          "summary", "compare", "plot", "plot", "plot"])
         shown = dict(zip(["summary", "anova", "compare", "power", "steps", "reach summary", "reach compare",
-                          "reach power", "plot summary", "plot curves", "plot reach"], commands))
+                          "reach power", "time summary", "time compare", "plot summary", "plot curves", "plot reach"],
+                         commands))
+        # The time to the goal too, every run counted: a setting of more steps can get there sooner.
+        self.assertIn("## Time to test_loss <= 1.5, every run counted", text)
+        self.assertIn("--metric 'test_loss@reach_time=1.5'", shown["time summary"])
+        self.assertIn("| KM median (s) | KM ci95 low (s) | KM ci95 high (s) |", text)
+        self.assertIn("## Comparisons of overlap: time to test_loss <= 1.5", text)
+        self.assertIn("--baseline 0.5 --factor overlap --within sync_period --metric 'test_loss@reach_time=1.5'",
+                      shown["time compare"])
         # The comparisons' power: what these runs could have detected, of the final metric and of the steps.
         self.assertIn("## Power of the comparisons of overlap\n", text)
         self.assertIn("--baseline 0.5 --equivalence 0.5 --alpha 0.025 --factor overlap --within sync_period",

@@ -136,25 +136,30 @@ void report(const Runs& r, const Options& o) {
     print(steps_to_result(r, o), Format::markdown, out);
     // The same steps with every run counted: the Kaplan-Meier median, and the
     // log-rank test of --factor (the table above is of the runs that got there).
-    Options g = o;
     std::string target;
     for (const auto& [name, words] : o.typed) {
       if (name == "target" && !words.empty()) target = words.back();  // as typed: its text is the metric's
     }
-    g.metric = o.series + "@reach=" + target;
-    const std::string metric = " --metric " + shell_word(g.metric);
-    section("Steps to " + goal + ", every run counted",
-            command("summary", "", " --by " + by + metric, {"by", "metric"}));
-    print(summary(r, g), Format::markdown, out);
-    if (!o.factor.empty() && refusal({o.factor}, "--factor").empty()) {
+    // In steps, then in seconds: a setting that takes more steps can still get there sooner
+    // (local SGD averages less often), and that is the question of time to result.
+    for (const bool seconds : {false, true}) {
+      Options g = o;
+      g.metric = o.series + (seconds ? "@reach_time=" : "@reach=") + target;
+      const std::string metric = " --metric " + shell_word(g.metric), what = seconds ? "time to " : "steps to ";
+      section((seconds ? "Time to " : "Steps to ") + goal + ", every run counted",
+              command("summary", "", " --by " + by + metric, {"by", "metric"}));
+      print(summary(r, g), Format::markdown, out);
+      if (o.factor.empty() || !refusal({o.factor}, "--factor").empty()) continue;
       Options c = g;
       c.within = within;
-      c.equivalence = 0;  // its margin is in the unit of --metric, not in steps
+      c.equivalence = 0;  // its margin is in the unit of --metric, not in steps or seconds
       c.alpha = Options{}.alpha;  // the report's --alpha is the equivalence test's
-      section("Comparisons of " + o.factor + ": steps to " + goal,
+      section("Comparisons of " + o.factor + ": " + what + goal,
               command("compare", "", families + metric, {"factor", "within", "metric", "equivalence", "alpha"}));
       print(compare(r, c), Format::markdown, out);
-      section("Power of the comparisons of " + o.factor + ": steps to " + goal,
+      // The power of the same design in seconds is that in steps: one table.
+      if (seconds) continue;
+      section("Power of the comparisons of " + o.factor + ": " + what + goal,
               command("power", "", families + metric, {"factor", "within", "metric", "equivalence", "alpha"}));
       print(power(r, c), Format::markdown, out);
     }
