@@ -810,14 +810,23 @@ class Analyze(TempFolderTest):
                              "--format", "markdown")
         self.assertIn("dpstudy-analyze summary " + self.main + " --where 'lr=0.05' --by overlap,sync_period", text)
         self.assertIn(table.strip(), text)
-        # A third --by key: its tables keep it, its figures (two keys at most) pool it, and say so.
+        # A third --by key: its tables keep it, and its figures draw a line per combination of the keys
+        # after the first (6 here)...
         three = os.path.join(self.tmp, "report-three")
         self.analyze("report", self.main, "--by", "overlap,sync_period,seed", "--where", "lr=0.05", "--output", three)
         with open(os.path.join(three, "report.md"), encoding="utf-8") as f:
             text = f.read()
-        self.assertIn("The figures show the first --by keys; each point pools the runs of every level of seed", text)
-        self.assertIn("![summary by overlap, sync_period](summary.png)", text)
+        self.assertNotIn("The figures show the first --by keys", text)
+        self.assertIn("![summary by overlap, sync_period, seed](summary.png)", text)
         self.assertIn("| overlap | sync_period | seed |", text)
+        # ... unless that is more than 8 lines (12 here): then the first two keys, the others pooled, and said so.
+        four = os.path.join(self.tmp, "report-four")
+        self.analyze("report", self.main, "--by", "overlap,sync_period,lr,seed", "--output", four)
+        with open(os.path.join(four, "report.md"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("The figures show the first --by keys (their other keys' combinations would draw more than 8 "
+                      "lines); each point pools the runs of every level of lr, seed", text)
+        self.assertIn("![summary by overlap, sync_period](summary.png)", text)
         for args, message in ((["--by", "overlap"], "report needs --output FOLDER"),
                               (["--output", folder], "report needs --by K1")):
             self.assertIn(message, self.analyze("report", self.main, *args, status=2))

@@ -224,18 +224,20 @@ void report(const Runs& r, const Options& o) {
       std::fprintf(out, "(no figure: %s)\n\n", e.what());
     }
   };
-  if (o.by.size() > 2) {
-    std::fprintf(out, "The figures show the first --by keys; each point pools the runs of every level of %s "
-                      "(add --where to draw one slice).\n\n",
-                 join(std::vector<std::string>(o.by.begin() + 2, o.by.end()), ", ").c_str());
+  // A line per combination of the --by keys after the first while they stay readable (the
+  // thesis's households: a line per size and period); beyond, the first two keys, the rest pooled.
+  constexpr std::size_t kMostLines = 8;
+  std::vector<std::string> drawn = o.by;
+  if (o.by.size() > 2 &&
+      group_runs(r, std::vector<std::string>(o.by.begin() + 1, o.by.end()), o.include_diverged).size() > kMostLines) {
+    drawn.resize(2);
+    std::fprintf(out, "The figures show the first --by keys (their other keys' combinations would draw more than %zu "
+                      "lines); each point pools the runs of every level of %s (add --where to draw one slice).\n\n",
+                 kMostLines, join(std::vector<std::string>(o.by.begin() + 2, o.by.end()), ", ").c_str());
   }
-  figure("summary", std::vector<std::string>(o.by.begin(), o.by.begin() + std::min<std::size_t>(2, o.by.size())),
-         "summary.png");
+  figure("summary", drawn, "summary.png");
   figure("curves", {o.by[0]}, "curves.png");
-  if (!std::isnan(o.target)) {
-    figure("reach", std::vector<std::string>(o.by.begin(), o.by.begin() + std::min<std::size_t>(2, o.by.size())),
-           "reach.png");
-  }
+  if (!std::isnan(o.target)) figure("reach", drawn, "reach.png");
   if (!timed.empty()) {
     Options f = o;
     f.dirs = timed;
