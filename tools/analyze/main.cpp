@@ -33,7 +33,8 @@ commands:
                    interactions (does K1's effect depend on K2?), F, p, partial eta squared
   power            --factor K [--within ...] [--baseline L] [--effect D] [--equivalence MARGIN]: detectable
                    effect, seeds needed to detect D or to show equivalence within the margin; of a time to a
-                   goal also the log-rank test's detectable hazard ratio [--hazard_ratio H: runs needed for H]
+                   goal also the log-rank test's detectable hazard ratio, by Schoenfeld and simulated for the
+                   design [--hazard_ratio H: runs needed for H]
   curves           [--by K] [--series S] [--x step|epoch|samples|time_s] [--interval I]: mean curves with bands
   steps-to-result  --target T [--by batch_size] [--series S] [--throughput F]: first evaluated step reaching T
                    (--by global_batch: workers x batch_size, with workers swept)
