@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <utility>
@@ -247,6 +248,20 @@ void Trainer::restore_checkpoint_unchecked(const std::string& path) {
   }
   result_.summary.steps_to_goal = root.get_int("steps_to_goal");
   result_.summary.time_to_goal_s = root.get_double("time_to_goal_s");
+  // The goal is reached at an evaluation, once; a run diverges before a NaN loss is summed.
+  const std::vector<std::int64_t>& evaluated = result_.eval.step;
+  const std::int64_t at_goal = result_.summary.steps_to_goal;
+  if (at_goal != -1 && std::find(evaluated.begin(), evaluated.end(), at_goal) == evaluated.end()) {
+    throw DataError(path, "steps_to_goal is " + std::to_string(at_goal) +
+                              ", expected -1 or a step it evaluated (a damaged or edited checkpoint)");
+  }
+  if (!(result_.summary.time_to_goal_s >= 0 && std::isfinite(result_.summary.time_to_goal_s))) {
+    throw DataError(path, "time_to_goal_s is " + std::to_string(result_.summary.time_to_goal_s) +
+                              ", expected a finite time >= 0 (a damaged or edited checkpoint)");
+  }
+  if (!std::isfinite(loss_since_eval_)) {
+    throw DataError(path, "loss_since_eval is not finite (a damaged or edited checkpoint)");
+  }
   // Unknown in checkpoints of a dpstudy before it, and where it could not be measured.
   peak_before_mib_ = root.has_attr("peak_rss_mib") ? root.get_double("peak_rss_mib") : 0;
   if (std::isnan(peak_before_mib_)) peak_before_mib_ = 0;

@@ -166,10 +166,14 @@ class KillAndResume(TempFolderTest):
         def elapsed_negative(f):
             f.attrs["elapsed_s"] = -1.0
 
+        def goal_at_a_step_not_evaluated(f):
+            f.attrs["steps_to_goal"] = 7
+
         damages = {"sampler order out of range": out_of_range, "sampler order repeats": repeated,
                    "generator state short": short_generator, "step past the end": step_past_the_end,
                    "steps since eval off": steps_since_eval_off, "loss series short": loss_series_short,
-                   "eval step past the step": eval_steps_past_the_step, "elapsed negative": elapsed_negative}
+                   "eval step past the step": eval_steps_past_the_step, "elapsed negative": elapsed_negative,
+                   "goal at a step not evaluated": goal_at_a_step_not_evaluated}
         for what, damage in damages.items():
             with self.subTest(damage=what):
                 out = os.path.join(self.tmp, "damaged-" + what.replace(" ", "-"))
