@@ -368,6 +368,12 @@ char Group::dataset_kind(const std::string& name) const {
   return kind_of(type);
 }
 
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string t;
+  for (const auto n : shape) t += (t.empty() ? "" : " x ") + std::to_string(n);
+  return t.empty() ? std::string("no") : t;
+}
+
 std::vector<std::int64_t> Group::dataset_shape(const std::string& name, char* kind) const {
   Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
   if (kind) {

@@ -265,11 +265,6 @@ const SeriesGroup kSeriesGroups[] = {
 // dpstudy-analyze refuses a run file whose series disagree in length (a damaged
 // or edited file); a study must not keep such a file as a finished run.
 void check_series(const h5::Group& root, const std::string& path) {
-  auto shape_text = [](const std::vector<std::int64_t>& shape) {
-    std::string t;
-    for (const auto n : shape) t += (t.empty() ? "" : " x ") + std::to_string(n);
-    return t.empty() ? std::string("no") : t;
-  };
   for (const SeriesGroup& sg : kSeriesGroups) {
     const std::string group = sg.name;
     const h5::Group g = root.open_group(group);
@@ -286,8 +281,8 @@ void check_series(const h5::Group& root, const std::string& path) {
       const bool fits = steps.size() == 1 && !shape.empty() && shape[0] == steps[0] &&
                         shape.size() == (column == "worker_loss" ? 2u : 1u);
       if (!fits) {
-        throw Hdf5Error(path, group + "/" + column + " has " + shape_text(shape) + " values, " + group +
-                                  "/step has " + shape_text(steps) +
+        throw Hdf5Error(path, group + "/" + column + " has " + h5::shape_text(shape) + " values, " + group +
+                                  "/step has " + h5::shape_text(steps) +
                                   ": expected one value per step (a damaged or edited run file)");
       }
       if (kind == 's') throw Hdf5Error(path, group + "/" + column + " holds text, expected numbers");

@@ -298,16 +298,11 @@ std::vector<double> series_in(const h5::Group& g, const std::string& name, const
     throw UsageError(std::string(what) + " series '" + name + "' does not exist; series: " + all);
   }
   const std::string column = std::string(what) + "/" + name;
-  auto shape_text = [](const std::vector<std::int64_t>& shape) {
-    std::string t;
-    for (const auto n : shape) t += (t.empty() ? "" : " x ") + std::to_string(n);
-    return t;
-  };
   const std::vector<std::int64_t> shape = g.dataset_shape(name);
   const std::vector<std::int64_t> steps = g.has("step") ? g.dataset_shape("step") : std::vector<std::int64_t>{};
   if (steps.size() != 1 || shape != steps) {
-    throw Error(file + ": " + column + " has " + shape_text(shape) + " values, " + what + "/step " +
-                (steps.empty() ? "is missing" : "has " + shape_text(steps)) +
+    throw Error(file + ": " + column + " has " + h5::shape_text(shape) + " values, " + what + "/step " +
+                (steps.empty() ? "is missing" : "has " + h5::shape_text(steps)) +
                 ": expected one value per step (a damaged or edited run file)");
   }
   if (g.dataset_kind(name) == 's') throw Error(file + ": " + column + " holds text, expected numbers");

@@ -109,5 +109,8 @@ class File {
 // The library's version, e.g. "1.10.8".
 std::string library_version();
 
+// A dataset_shape in words for messages: "60", "60 x 4", "no" for none.
+std::string shape_text(const std::vector<std::int64_t>& shape);
+
 }  // namespace h5
 }  // namespace dpstudy
