@@ -800,7 +800,8 @@ class Analyze(TempFolderTest):
         with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
             text = f.read()
         for part in ("# main\n", "9 runs (9 completed)", "## Summary", "## Factorial ANOVA", "## Comparisons of overlap",
-                     "![summary by overlap, sync_period](summary.png)", "![curves by overlap](curves.png)"):
+                     "![summary by overlap, sync_period](summary.png)",
+                     "![curves by overlap, sync_period](curves.png)"):
             self.assertIn(part, text)
         for png in ("summary.png", "curves.png"):
             with open(os.path.join(folder, png), "rb") as f:

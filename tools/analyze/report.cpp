@@ -236,7 +236,10 @@ void report(const Runs& r, const Options& o) {
                  kMostLines, join(std::vector<std::string>(o.by.begin() + 2, o.by.end()), ", ").c_str());
   }
   figure("summary", drawn, "summary.png");
-  figure("curves", {o.by[0]}, "curves.png");
+  // Learning curves: a line per combination of every --by key while that stays readable (the
+  // quick start's 4 overlap and sync period pairs, whose curves differ), else per level of the first.
+  const bool every_key = group_runs(r, o.by, o.include_diverged).size() <= kMostLines;
+  figure("curves", every_key ? o.by : std::vector<std::string>{o.by[0]}, "curves.png");
   if (!std::isnan(o.target)) figure("reach", drawn, "reach.png");
   if (!timed.empty()) {
     Options f = o;
