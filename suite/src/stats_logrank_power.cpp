@@ -20,11 +20,15 @@ constexpr std::uint64_t kSeed = 0x6c6f6772616e6bull;  // one fixed stream: a tab
 constexpr double kLargestRatio = 1000;
 constexpr std::int64_t kMostRuns = 1000;
 
-void check_design(std::int64_t n_a, std::int64_t n_b, double reached, double alpha, int studies) {
-  if (n_a < 1 || n_b < 1) throw UsageError("the log-rank power needs runs in both groups");
+void check_goal(double reached, double alpha, int studies) {
   if (!(reached > 0 && reached <= 1)) throw UsageError("the log-rank power needs runs that reached the goal");
   if (!(alpha > 0 && alpha < 1)) throw UsageError("alpha must be in (0, 1)");
   if (studies < 1) throw UsageError("the log-rank power needs at least one simulated study");
+}
+
+void check_design(std::int64_t n_a, std::int64_t n_b, double reached, double alpha, int studies) {
+  if (n_a < 1 || n_b < 1) throw UsageError("the log-rank power needs runs in both groups");
+  check_goal(reached, alpha, studies);
 }
 
 // The end time C (a's hazard 1, b's `ratio`) at which the pooled fraction of
@@ -102,7 +106,7 @@ std::int64_t logrank_runs_needed_simulated(double hazard_ratio, double reached, 
   if (!(hazard_ratio > 0) || hazard_ratio == 1 || !std::isfinite(hazard_ratio)) {
     throw UsageError("the hazard ratio must be > 0 and not 1");
   }
-  check_design(1, 1, reached, alpha, studies);
+  check_goal(reached, alpha, studies);
   // Equal groups: R and 1/R are the same design with the groups' names swapped.
   const double ratio = std::max(hazard_ratio, 1 / hazard_ratio);
   const auto detects = [&](std::int64_t n) {

@@ -850,13 +850,6 @@ class Analyze(TempFolderTest):
         shown = dict(zip(["summary", "anova", "compare", "power", "steps", "reach summary", "reach compare",
                           "reach power", "time summary", "time compare", "plot summary", "plot curves", "plot reach"],
                          commands))
-        # The time to the goal too, every run counted: a setting of more steps can get there sooner.
-        self.assertIn("## Time to test_loss <= 1.5, every run counted", text)
-        self.assertIn("--metric 'test_loss@reach_time=1.5'", shown["time summary"])
-        self.assertIn("| KM median (s) | KM ci95 low (s) | KM ci95 high (s) |", text)
-        self.assertIn("## Comparisons of overlap: time to test_loss <= 1.5", text)
-        self.assertIn("--baseline 0.5 --factor overlap --within sync_period --metric 'test_loss@reach_time=1.5'",
-                      shown["time compare"])
         # The comparisons' power: what these runs could have detected, of the final metric and of the steps.
         self.assertIn("## Power of the comparisons of overlap\n", text)
         self.assertIn("--baseline 0.5 --equivalence 0.5 --alpha 0.025 --factor overlap --within sync_period",
@@ -878,14 +871,16 @@ class Analyze(TempFolderTest):
         self.assertIn("--series test_loss", shown["steps"])
         self.assertIn("| fastest time (s) | median time (s) |", text)
         # The same steps with every run counted: Kaplan-Meier medians, and the log-rank test of --factor
-        # (without the margin of --equivalence, which is in the unit of --metric).
-        self.assertIn("## Steps to test_loss <= 1.5, every run counted", text)
-        self.assertIn("--metric 'test_loss@reach=1.5'", shown["reach summary"])
-        self.assertIn("| KM median (step) | KM ci95 low (step) | KM ci95 high (step) |", text)
-        self.assertIn("## Comparisons of overlap: steps to test_loss <= 1.5", text)
-        self.assertIn("--baseline 0.5 --factor overlap --within sync_period --metric 'test_loss@reach=1.5'",
-                      shown["reach compare"])
-        self.assertNotIn("--equivalence", shown["reach compare"])
+        # (without the margin of --equivalence, which is in the unit of --metric); then the time, every run
+        # counted too: a setting of more steps can get there sooner.
+        for part, title, metric, unit in (("reach", "Steps", "reach", "step"), ("time", "Time", "reach_time", "s")):
+            self.assertIn(f"## {title} to test_loss <= 1.5, every run counted", text)
+            self.assertIn(f"--metric 'test_loss@{metric}=1.5'", shown[part + " summary"])
+            self.assertIn(f"| KM median ({unit}) | KM ci95 low ({unit}) | KM ci95 high ({unit}) |", text)
+            self.assertIn(f"## Comparisons of overlap: {title.lower()} to test_loss <= 1.5", text)
+            self.assertIn(f"--baseline 0.5 --factor overlap --within sync_period --metric 'test_loss@{metric}=1.5'",
+                          shown[part + " compare"])
+            self.assertNotIn("--equivalence", shown[part + " compare"])
         self.assertIn("| log-rank |", text)
         self.assertIn("--include_diverged", shown["summary"])
         self.assertIn("--baseline 0.5 --equivalence 0.5 --alpha 0.025", shown["compare"])
