@@ -699,6 +699,14 @@ class Analyze(TempFolderTest):
         # 2 x 66 runs, half of them reaching the goal (test_stats_vs_scipy.py checks the simulation).
         self.assertEqual(row["detectable hazard ratio (simulated)"], "over 1000")
         self.assertIn(int(row["runs per group for hazard ratio 2 (simulated)"]), range(66, 70))
+        # Steps tie at evaluations (the simulation keeps the pair's distinct steps); seconds do not, and the
+        # same runs' times need no more runs than their steps.
+        self.assertEqual(row["distinct times"], len(set(index["steps_to_goal"][reached])))
+        seconds = json.loads(self.analyze("power", folder, "--factor", "lr", "--metric", "time_to_goal_s",
+                                          "--hazard_ratio", "2", "--format", "json"))[1]["rows"][0]
+        self.assertEqual(seconds["distinct times"], 2)
+        self.assertLessEqual(int(seconds["runs per group for hazard ratio 2 (simulated)"]),
+                             int(row["runs per group for hazard ratio 2 (simulated)"]))
         self.assertIn("power of the log-rank test on steps_to_goal", tables[1]["title"])
         self.assertIn("all, one-way ANOVA, Welch ANOVA and Kruskal-Wallis: no run of lr=1e-06 reached the goal, so "
                       "they have nothing to compare (the log-rank test counts those runs)",

@@ -276,15 +276,23 @@ class AgainstScipy(unittest.TestCase):
 
     def test_simulated_logrank_power_against_the_log_rank_test(self):
         # `power`'s simulated columns: at the hazard ratio dpstudy's simulation calls detectable with 80 % power
-        # for a design (runs a group, the fraction reaching the goal by one end), pairs drawn here with numpy
-        # and tested by dpstudy's general log-rank test (checked against statsmodels above) detect it in 80 %
-        # of 4,000 (sd 0.0063), censored where the design says.
-        for n_a, n_b, reached in ((10, 10, 1.0), (6, 12, 0.6), (20, 20, 0.4)):
-            hr, power = map(float, stats_check([f"logrank_power_simulated;{n_a};{n_b};{reached}"])[0].split())
+        # for a design (runs a group, the fraction reaching the goal by one end, and for steps the pooled fractions
+        # at the goal by each evaluation at which some reached it, where runs tie), pairs drawn here with numpy and
+        # tested by dpstudy's general log-rank test (checked against statsmodels above, ties included) detect it in
+        # 80 % of 4,000 (sd 0.0063), censored and tied where the design says.
+        designs = ((10, 10, 1.0, ()), (6, 12, 0.6, ()), (20, 20, 0.4, ()),
+                   (10, 10, 1.0, (0.2, 0.45, 0.7, 1.0)), (8, 12, 0.75, (0.25, 0.75)))
+        for n_a, n_b, reached, by_time in designs:
+            case = f"logrank_power_simulated;{n_a};{n_b};{reached}" + (";" + ",".join(map(str, by_time)) if by_time else "")
+            hr, power = map(float, stats_check([case])[0].split())
             self.assertGreaterEqual(power, 0.8)
             share = n_a / (n_a + n_b)
-            at = lambda c: share * -np.expm1(-c) + (1 - share) * -np.expm1(-hr * c) - reached
-            end = np.inf if reached >= 1 else optimize.brentq(at, 1e-9, 1e3)
+
+            def when(fraction):  # the time by which that pooled fraction of the runs is at the goal
+                at = lambda c: share * -np.expm1(-c) + (1 - share) * -np.expm1(-hr * c) - fraction
+                return np.inf if fraction >= 1 else optimize.brentq(at, 1e-12, 1e4)
+
+            end, cuts = when(reached), np.array([when(f) for f in by_time])
             rng = np.random.default_rng(23)
             lines = []
             for _ in range(4000):
@@ -292,13 +300,17 @@ class AgainstScipy(unittest.TestCase):
                 if min(a.min(), b.min()) >= end:
                     lines.append(None)  # no event: nothing to test, not rejected
                     continue
-                lines.append("logrank;" + groups_text([np.minimum(a, end), (a < end).astype(float),
-                                                       np.minimum(b, end), (b < end).astype(float)]))
+                groups = []
+                for t in (a, b):
+                    reached_here = t < end
+                    time = np.searchsorted(cuts, t).astype(float) if by_time else t  # the cut at or after it
+                    groups += [np.where(reached_here, time, len(cuts) if by_time else end), reached_here.astype(float)]
+                lines.append("logrank;" + groups_text(groups))
             p = np.array([float(row.split()[1]) for row in stats_check([x for x in lines if x])])
             detected = (p < 0.05).sum() / len(lines)
-            self.assertAlmostEqual(detected, 0.8, delta=0.025, msg=f"{n_a} and {n_b} runs, {reached} reaching")
-            print(f"{n_a} and {n_b} runs, {reached} reaching the goal: simulated detectable hazard ratio {hr:.3f}, "
-                  f"detected in {detected:.3f} of 4000 pairs drawn here")
+            self.assertAlmostEqual(detected, 0.8, delta=0.025, msg=case)
+            print(f"{n_a} and {n_b} runs, {reached} reaching the goal, tied at {by_time or 'no'} fractions: simulated "
+                  f"detectable hazard ratio {hr:.3f}, detected in {detected:.3f} of 4000 pairs drawn here")
 
     def test_factorial_anova_against_statsmodels(self):
         """Type II sums of squares, F and p of every term, balanced and not, 2 and 3 factors."""

@@ -43,10 +43,11 @@ int main() {
       std::printf("%.17g %.17g\n", hr, logrank_events_needed(hr, g[1].at(0)));
       continue;
     }
-    if (name == "logrank_power_simulated") {  // n_a;n_b;reached: "detectable_hazard_ratio end_time power_there"
+    if (name == "logrank_power_simulated") {  // n_a;n_b;reached[;fractions by time]: "detectable_hazard_ratio power"
       const auto n_a = std::int64_t(g[0].at(0)), n_b = std::int64_t(g[1].at(0));
-      const double hr = logrank_detectable_hazard_ratio_simulated(n_a, n_b, g[2].at(0));
-      std::printf("%.17g %.17g\n", hr, logrank_power_simulated(n_a, n_b, hr, g[2].at(0)));
+      const Reaching reaching{g[2].at(0), g.size() > 3 ? g[3] : std::vector<double>{}};
+      const double hr = logrank_detectable_hazard_ratio_simulated(n_a, n_b, reaching);
+      std::printf("%.17g %.17g\n", hr, logrank_power_simulated(n_a, n_b, hr, reaching));
       continue;
     }
     if (name == "welch_interval") {  // a;b;confidence: "diff low high df"

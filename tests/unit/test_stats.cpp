@@ -104,25 +104,53 @@ TEST(LogrankPower, SchoenfeldsEvents) {
 TEST(LogrankPower, Simulated) {
   using namespace dpstudy::stats;
   const double schoenfeld = logrank_detectable_hazard_ratio(20);
-  EXPECT_NEAR(logrank_power_simulated(10, 10, schoenfeld, 1.0), 0.72, 0.03);
-  EXPECT_EQ(logrank_power_simulated(10, 10, schoenfeld, 1.0), logrank_power_simulated(10, 10, schoenfeld, 1.0));
-  EXPECT_NEAR(logrank_power_simulated(10, 10, 1.0, 1.0), 0.05, 0.02);  // no difference: alpha
-  const double ratio = logrank_detectable_hazard_ratio_simulated(10, 10, 1.0);
+  EXPECT_NEAR(logrank_power_simulated(10, 10, schoenfeld, {1.0}), 0.72, 0.03);
+  EXPECT_EQ(logrank_power_simulated(10, 10, schoenfeld, {1.0}), logrank_power_simulated(10, 10, schoenfeld, {1.0}));
+  EXPECT_NEAR(logrank_power_simulated(10, 10, 1.0, {1.0}), 0.05, 0.02);  // no difference: alpha
+  const double ratio = logrank_detectable_hazard_ratio_simulated(10, 10, {1.0});
   EXPECT_GT(ratio, schoenfeld);
-  EXPECT_GE(logrank_power_simulated(10, 10, ratio, 1.0), 0.8);
-  EXPECT_LT(logrank_power_simulated(10, 10, ratio * 0.99, 1.0), 0.8);
+  EXPECT_GE(logrank_power_simulated(10, 10, ratio, {1.0}), 0.8);
+  EXPECT_LT(logrank_power_simulated(10, 10, ratio * 0.99, {1.0}), 0.8);
   // Fewer runs at the goal (the others censored at one end): a larger ratio.
-  EXPECT_GT(logrank_detectable_hazard_ratio_simulated(10, 10, 0.5), ratio);
-  const std::int64_t n = logrank_runs_needed_simulated(2.0, 1.0);
+  EXPECT_GT(logrank_detectable_hazard_ratio_simulated(10, 10, {0.5}), ratio);
+  const std::int64_t n = logrank_runs_needed_simulated(2.0, {1.0});
   EXPECT_GE(double(n), std::ceil(logrank_events_needed(2.0) / 2));
-  EXPECT_GE(logrank_power_simulated(n, n, 2.0, 1.0), 0.8);
-  EXPECT_LT(logrank_power_simulated(n - 1, n - 1, 2.0, 1.0), 0.8);
-  EXPECT_EQ(logrank_runs_needed_simulated(0.5, 1.0), n);
-  EXPECT_EQ(logrank_runs_needed_simulated(1.05, 0.1), -1);  // beyond 1,000 a group
-  EXPECT_TRUE(std::isinf(logrank_detectable_hazard_ratio_simulated(1, 1, 1.0)));  // 2 runs detect nothing
-  EXPECT_THROW(logrank_power_simulated(0, 10, 2.0, 1.0), std::exception);
-  EXPECT_THROW(logrank_power_simulated(10, 10, 2.0, 0.0), std::exception);
-  EXPECT_THROW(logrank_runs_needed_simulated(1.0, 1.0), std::exception);
+  EXPECT_GE(logrank_power_simulated(n, n, 2.0, {1.0}), 0.8);
+  EXPECT_LT(logrank_power_simulated(n - 1, n - 1, 2.0, {1.0}), 0.8);
+  EXPECT_EQ(logrank_runs_needed_simulated(0.5, {1.0}), n);
+  EXPECT_EQ(logrank_runs_needed_simulated(1.05, {0.1}), -1);  // beyond 1,000 a group
+  EXPECT_TRUE(std::isinf(logrank_detectable_hazard_ratio_simulated(1, 1, {1.0})));  // 2 runs detect nothing
+  EXPECT_THROW(logrank_power_simulated(0, 10, 2.0, {1.0}), std::exception);
+  EXPECT_THROW(logrank_power_simulated(10, 10, 2.0, {0.0}), std::exception);
+  EXPECT_THROW(logrank_runs_needed_simulated(1.0, {1.0}), std::exception);
+}
+
+// Times that tie (steps at evaluations): the pooled fractions at the goal by each distinct time cut the simulated
+// runs. Twenty cuts are nearly continuous times; two lower the power; one (every run at the goal at one
+// evaluation) leaves nothing to order, so no ratio is detected. Measured with numpy beside the true grid
+// (docs/analysis.md); test_stats_vs_scipy.py checks a tied design against the log-rank test.
+TEST(LogrankPower, SimulatedWithTies) {
+  using namespace dpstudy::stats;
+  std::vector<double> twenty;
+  for (int i = 1; i <= 20; ++i) twenty.push_back(i / 20.0);
+  const double ratio = logrank_detectable_hazard_ratio_simulated(10, 10, {1.0});
+  const double fine = logrank_power_simulated(10, 10, ratio, {1.0, twenty});
+  EXPECT_NEAR(fine, 0.8, 0.03);
+  EXPECT_LE(fine, logrank_power_simulated(10, 10, ratio, {1.0}));
+  EXPECT_LT(logrank_power_simulated(10, 10, ratio, {1.0, {0.5, 1.0}}), fine - 0.1);
+  EXPECT_EQ(logrank_power_simulated(10, 10, 100.0, {1.0, {1.0}}), 0.0);
+  EXPECT_TRUE(std::isinf(logrank_detectable_hazard_ratio_simulated(10, 10, {1.0, {1.0}})));
+  EXPECT_GT(logrank_detectable_hazard_ratio_simulated(10, 10, {1.0, {0.25, 0.5, 0.75, 1.0}}), ratio);
+  // Every run at the goal, at one of two evaluations: more runs needed than without ties.
+  EXPECT_GT(logrank_runs_needed_simulated(3.0, {1.0, {0.5, 1.0}}), logrank_runs_needed_simulated(3.0, {1.0}) + 5);
+  // The fractions must rise to the fraction reached.
+  EXPECT_THROW(logrank_power_simulated(10, 10, 2.0, {1.0, {0.5, 0.5, 1.0}}), std::exception);
+  EXPECT_THROW(logrank_power_simulated(10, 10, 2.0, {1.0, {0.5, 0.8}}), std::exception);
+  EXPECT_THROW(logrank_power_simulated(10, 10, 2.0, {0.5, {0.2, 0.6}}), std::exception);
+  // The fractions of a pair's runs: a at 150, 200, 200; b at 150 and 200, one censored at 350.
+  const Censored a{{150, 200, 200}, {true, true, true}}, b{{150, 350, 200}, {true, false, true}};
+  EXPECT_EQ(reached_by_time(a, b), (std::vector<double>{2.0 / 6, 5.0 / 6}));
+  EXPECT_TRUE(reached_by_time(Censored{{9}, {false}}, Censored{{9}, {false}}).empty());
 }
 
 // The log-rank test beyond statsmodels' agreement (test_stats_vs_scipy.py): a case done by hand,

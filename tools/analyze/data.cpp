@@ -177,6 +177,11 @@ bool is_goal_metric(const std::string& metric) {
   return metric == "steps_to_goal" || metric == "time_to_goal_s" || reach_metric(metric).has_value();
 }
 
+bool goal_in_steps(const std::string& metric) {
+  const auto reach = reach_metric(metric);
+  return metric == "steps_to_goal" || (reach && !reach->seconds);
+}
+
 stats::Censored censored_times(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric) {
   const auto reach = reach_metric(metric);
   const bool seconds = metric == "time_to_goal_s" || (reach && reach->seconds);

@@ -80,6 +80,9 @@ std::string metric_unit(const Runs& r, const std::string& metric);
 // a recorded goal; goal_note: how many completed runs never reached it (empty when none, or
 // another metric).
 bool is_goal_metric(const std::string& metric);
+// A time to a goal in steps (steps_to_goal, SERIES@reach=T): reached at an evaluation, so
+// runs reaching it at one evaluation tie; the times in seconds do not.
+bool goal_in_steps(const std::string& metric);
 void require_goal(const Runs& r, const std::string& metric);
 std::string goal_note(const Runs& r, const std::string& metric);
 // The runs' times to the goal for the log-rank test: a run that reached it is an event then,

@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "commands.hpp"
 #include "dpstudy/error.hpp"
@@ -398,8 +400,8 @@ constexpr double kMostSimulatedRuns = 1000;  // a pair's runs
 // The simulated figures by design: the pairs of a table often share one (every
 // family's levels with all their runs at the goal), and each takes a search.
 struct SimulatedDesigns {
-  std::map<std::tuple<std::int64_t, std::int64_t, double>, double> detectable;
-  std::map<double, std::int64_t> needed;  // by the fraction reaching the goal
+  std::map<std::tuple<std::int64_t, std::int64_t, double, std::vector<double>>, double> detectable;
+  std::map<std::pair<double, std::vector<double>>, std::int64_t> needed;  // by how the runs reach the goal
 };
 
 // One pair's row of the log-rank power table: its runs, how many reached the
@@ -411,8 +413,10 @@ std::vector<std::string> logrank_power_row(const Runs& fr, const Group& a, const
   const auto n = double(ta.time.size() + tb.time.size());
   const auto reached = double(std::count(ta.event.begin(), ta.event.end(), true) +
                               std::count(tb.event.begin(), tb.event.end(), true));
+  // Runs reaching the goal in steps do so at an evaluation: those at one tie.
+  const std::vector<double> by_time = stats::reached_by_time(ta, tb);
   std::vector<std::string> row = {fam, a.key_values[0], b.key_values[0], std::to_string(ta.time.size()),
-                                  std::to_string(tb.time.size()), num(reached)};
+                                  std::to_string(tb.time.size()), num(reached), std::to_string(by_time.size())};
   if (reached == 0 || ta.time.empty() || tb.time.empty()) {
     row.insert(row.end(), o.hazard_ratio > 0 ? 4 : 2, "-");
     notes.push_back(fam + ", " + a.key_values[0] + " vs " + b.key_values[0] +
@@ -420,14 +424,16 @@ std::vector<std::string> logrank_power_row(const Runs& fr, const Group& a, const
     return row;
   }
   row.push_back(num(stats::logrank_detectable_hazard_ratio(reached, double(ta.time.size()) / n, o.alpha, o.power), 3));
-  // The design simulated (few events, where Schoenfeld is optimistic); past a few
-  // hundred runs the two agree (1.490 and 1.486 at 100 a group) and it would only cost time.
+  // The design simulated (few events, where Schoenfeld is optimistic; steps tied
+  // at evaluations); past a few hundred runs the two agree (1.490 and 1.486 at
+  // 100 a group, continuous times) and it would only cost time.
+  const stats::Reaching reaching{reached / n, goal_in_steps(o.metric) ? by_time : std::vector<double>{}};
   if (n <= kMostSimulatedRuns) {
     const auto n_a = std::int64_t(ta.time.size()), n_b = std::int64_t(tb.time.size());
-    const auto design = std::make_tuple(n_a, n_b, reached / n);
+    const auto design = std::make_tuple(n_a, n_b, reaching.reached, reaching.by_time);
     if (!designs.detectable.count(design)) {
       designs.detectable[design] =
-          stats::logrank_detectable_hazard_ratio_simulated(n_a, n_b, reached / n, o.alpha, o.power);
+          stats::logrank_detectable_hazard_ratio_simulated(n_a, n_b, reaching, o.alpha, o.power);
     }
     const double ratio = designs.detectable[design];
     row.push_back(std::isinf(ratio) ? "over 1000" : num(ratio, 3));
@@ -439,10 +445,11 @@ std::vector<std::string> logrank_power_row(const Runs& fr, const Group& a, const
     const double events = stats::logrank_events_needed(o.hazard_ratio, 0.5, o.alpha, o.power);
     const double per_group = std::max(2.0, std::ceil(events / (reached / n) / 2));
     row.push_back(per_group <= 1e7 ? std::to_string(std::int64_t(per_group)) : "over 10^7");
-    if (!designs.needed.count(reached / n)) {
-      designs.needed[reached / n] = stats::logrank_runs_needed_simulated(o.hazard_ratio, reached / n, o.alpha, o.power);
+    const auto design = std::make_pair(reaching.reached, reaching.by_time);
+    if (!designs.needed.count(design)) {
+      designs.needed[design] = stats::logrank_runs_needed_simulated(o.hazard_ratio, reaching, o.alpha, o.power);
     }
-    const std::int64_t simulated = designs.needed[reached / n];
+    const std::int64_t simulated = designs.needed[design];
     row.push_back(simulated > 0 ? std::to_string(simulated) : "over 1000");
   }
   return row;
@@ -466,8 +473,8 @@ std::vector<Table> power(const Runs& r, const Options& o) {
   lr.title = "power of the log-rank test on " + o.metric + " at alpha " + num(o.alpha) + ", power " + num(o.power) +
              " (every run counted, those that never reached the goal censored)";
   SimulatedDesigns designs;
-  lr.headers = {"family", o.factor + " a", o.factor + " b", "runs a", "runs b", "reached", "detectable hazard ratio",
-                "detectable hazard ratio (simulated)"};
+  lr.headers = {"family", o.factor + " a", o.factor + " b", "runs a", "runs b", "reached", "distinct times",
+                "detectable hazard ratio", "detectable hazard ratio (simulated)"};
   if (o.hazard_ratio > 0) {
     const std::string needed = "runs per group for hazard ratio " + num(o.hazard_ratio);
     lr.headers.push_back(needed);
@@ -521,14 +528,17 @@ std::vector<Table> power(const Runs& r, const Options& o) {
                      "approximation: reached x share a x share b x ln(R)^2 = (z_(1-alpha/2) + z_power)^2, with the "
                      "runs that reached the goal (events) counted over the pair. It is optimistic for few events: "
                      "at the ratio it gives, simulated pairs of 3, 10 and 30 runs per group, every run reaching the "
-                     "goal, detect it in 60, 72 and 77 % of studies, not 80 % (docs/analysis.md)");
+                     "goal, detect it in 60, 72 and 77 % of studies, not 80 %, and less where times tie (docs/analysis.md)");
   lr.notes.push_back("(simulated): the same for this pair's design, by 5,000 simulated studies of it: its runs a and "
-                     "b, proportional hazards, and one end by which the fraction of the pair's runs reached here "
-                     "reach the goal (the others censored there); exact but for the simulation's error (under 1 % of "
-                     "power; the test reads the times' order only, so no distribution of times is assumed) and the "
-                     "ties of evaluations every few steps, which lower the power a little: read these; over 1000: no "
-                     "ratio (no runs per group) up to 1000 is detected so; - beyond 1000 runs in a pair, where the "
-                     "two agree");
+                     "b, proportional hazards, one end by which the fraction of the pair's runs reached here reach "
+                     "the goal (the others censored there), and for steps the ties of evaluations as the pair's runs "
+                     "had them (distinct times: the steps at which they reached it, each cutting the simulated runs "
+                     "at the fraction of the pair's runs at the goal by then); exact but for the simulation's error "
+                     "(under 1 % of power; the test reads the times' order only, so no distribution of times is "
+                     "assumed) and, for steps, cuts taken from the runs at hand, fewer than the evaluations between "
+                     "them would give where runs are few (a few points of power lower than with the true "
+                     "evaluations, docs/analysis.md): read these; over 1000: no ratio (no runs per group) up to 1000 "
+                     "is detected so; - beyond 1000 runs in a pair, where the two agree for times that do not tie");
   if (!pooled.empty()) lr.notes.push_back(pooled);
   if (o.hazard_ratio > 0) {
     lr.notes.push_back("runs per group for hazard ratio " + num(o.hazard_ratio) + ": the events it needs, " +

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dpstudy::stats {
@@ -143,23 +144,42 @@ std::int64_t tost_samples_needed(double m, double alpha = 0.05, double power = 0
 double logrank_detectable_hazard_ratio(double events, double share = 0.5, double alpha = 0.05, double power = 0.8);
 double logrank_events_needed(double hazard_ratio, double share = 0.5, double alpha = 0.05, double power = 0.8);
 
+// How the runs of a comparison of times to a goal reach it, for its simulated
+// power: the fraction of them that ever do; and where their times tie (steps:
+// a run reaches the goal at an evaluation, so runs reaching it at one
+// evaluation tie), the pooled fraction of the runs at the goal by each distinct
+// time at which some reached it, ascending, the last equal to `reached`. Empty:
+// continuous times (seconds), which do not tie.
+struct Reaching {
+  Reaching(double fraction, std::vector<double> fractions_by_time = {})
+      : reached(fraction), by_time(std::move(fractions_by_time)) {}
+  double reached;
+  std::vector<double> by_time;
+};
+// The pooled fractions at the goal by each distinct time at which an event
+// came, of the runs of `a` and `b` (Reaching::by_time for times that tie).
+std::vector<double> reached_by_time(const Censored& a, const Censored& b);
+
 // The log-rank test's power for one design, by simulation: n_a and n_b runs,
 // proportional hazards (b's hazard hazard_ratio times a's), and one end for
 // every run (a study's runs train alike) by which a fraction `reached` of all
 // of them reach the goal on average. The test reads the times' order only, so
-// exponential times stand for every distribution with proportional hazards:
-// the figure is the power up to the simulation's error (sd <= 0.5 / sqrt(studies))
-// and the ties of real evaluations (which lower it a little). Seeded: the same
-// arguments give the same figure. UsageError without runs or goal.
-double logrank_power_simulated(std::int64_t n_a, std::int64_t n_b, double hazard_ratio, double reached,
+// exponential times stand for every distribution with proportional hazards.
+// With times that tie, the distinct times cut the pooled runs at the fractions
+// `by_time` (the times at which those fractions are reached on average), each
+// run's time the first cut at or after it: ties as the runs at hand had them.
+// The figure is the power up to the simulation's error (sd <= 0.5 /
+// sqrt(studies)). Seeded: the same arguments give the same figure. UsageError
+// without runs or goal, or with `by_time` not rising to `reached`.
+double logrank_power_simulated(std::int64_t n_a, std::int64_t n_b, double hazard_ratio, const Reaching& reaching,
                                double alpha = 0.05, int studies = 5000);
 // The smallest hazard ratio > 1 that design detects with `power` (infinity if
 // none up to 1000); Schoenfeld's is smaller where events are few.
-double logrank_detectable_hazard_ratio_simulated(std::int64_t n_a, std::int64_t n_b, double reached,
+double logrank_detectable_hazard_ratio_simulated(std::int64_t n_a, std::int64_t n_b, const Reaching& reaching,
                                                  double alpha = 0.05, double power = 0.8, int studies = 5000);
 // The runs per group (equal groups, at least 2) that detect hazard_ratio with
-// `power`, a fraction `reached` of them reaching the goal; -1 beyond 1,000.
-std::int64_t logrank_runs_needed_simulated(double hazard_ratio, double reached, double alpha = 0.05,
+// `power`, reaching the goal as `reaching` says; -1 beyond 1,000.
+std::int64_t logrank_runs_needed_simulated(double hazard_ratio, const Reaching& reaching, double alpha = 0.05,
                                            double power = 0.8, int studies = 5000);
 
 // "***" p < 0.001, "**" < 0.01, "*" < 0.05, "ns" otherwise, "-" for NaN.
