@@ -262,8 +262,9 @@ const SeriesGroup kSeriesGroups[] = {
     {"syncs", {"step", "level", "divergence"}},
 };
 
-// dpstudy-analyze refuses a run file whose series disagree in length (a damaged
-// or edited file); a study must not keep such a file as a finished run.
+// dpstudy-analyze refuses a run file whose series disagree in length or whose
+// values fail their checksum (a damaged or edited file); a study must not keep
+// such a file as a finished run.
 void check_series(const h5::Group& root, const std::string& path) {
   for (const SeriesGroup& sg : kSeriesGroups) {
     const std::string group = sg.name;
@@ -286,6 +287,7 @@ void check_series(const h5::Group& root, const std::string& path) {
                                   ": expected one value per step (a damaged or edited run file)");
       }
       if (kind == 's') throw Hdf5Error(path, group + "/" + column + " holds text, expected numbers");
+      g.read_doubles(column);  // reading checks the values' checksum (hdf5.cpp): a damaged value, a damaged file
     }
   }
 }

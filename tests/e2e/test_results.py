@@ -275,9 +275,18 @@ class Results(TempFolderTest):
             f["eval/test_accuracy"] = [0.5] * (steps - 1)
         with h5py.File(files[2], "r+") as f:
             del f["train/lr"]
-        # The file format checksums its metadata (version 2 superblock and object headers).
+        # The file format checksums its metadata (version 2 superblock and object headers), and every
+        # series its values (Fletcher32): one bit of a loss flipped is refused, not read as another loss.
         with open(files[3], "rb") as f:
             self.assertEqual(f.read(9)[8], 2)
+        with h5py.File(files[3], "r") as f:
+            self.assertTrue(all(f[g][c].fletcher32 for g in ("train", "eval") for c in f[g]))
+            at = f["train/loss"].id.get_chunk_info(0).byte_offset + 8 * 3 + 2  # the fourth loss's third byte
+        with open(files[3], "r+b") as f:
+            f.seek(at)
+            byte = f.read(1)[0]
+            f.seek(at)
+            f.write(bytes([byte ^ 0x04]))
         r = self.run_study(*args[:-1], output=out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("attribute workers of /config holds 2 values, expected one (a damaged or edited file)); "
@@ -285,7 +294,8 @@ class Results(TempFolderTest):
         self.assertIn(f"eval/test_accuracy has {steps - 1} values, eval/step has {steps}: expected one value per "
                       "step (a damaged or edited run file)); rerunning", r.stdout)
         self.assertIn("no train/lr series); rerunning", r.stdout)
-        self.assertEqual(r.stdout.count(": starting"), 3)
+        self.assertRegex(r.stdout, r"cannot read /train/loss \(HDF5: [^)]*data error detected by Fletcher32 checksum")
+        self.assertEqual(r.stdout.count(": starting"), 4)
         self.assertIn("# study mlp-mnist done: 4 runs in", r.stdout)
         analyzed = subprocess.run([ANALYZE, "curves", os.path.join(out, "mlp-mnist"), "--by", "workers"],
                                   capture_output=True, text=True, timeout=120)
