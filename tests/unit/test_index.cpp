@@ -245,8 +245,10 @@ TEST(Hdf5, ADamagedValueIsRefused) {
     f.root().read_doubles("column");
     FAIL() << "a damaged value was read";
   } catch (const Hdf5Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot read /column"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("Fletcher32"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot read /column: its values do not match their checksum (a damaged "
+                                         "file)"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_TRUE(f.root().read_doubles("empty").empty());
   EXPECT_EQ(f.root().read_strings("text"), (std::vector<std::string>{"a", "b"}));
