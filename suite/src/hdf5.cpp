@@ -366,7 +366,9 @@ void check_chunks(hid_t ds, hid_t space, const std::string& path, const std::str
       damage = "a chunk unreadable or marked as not checksummed";
     }
     for (std::size_t d = 0; damage.empty() && d < dims.size(); ++d) {
-      if (offset[d] % chunk[d] != 0 || offset[d] >= dims[d]) damage = "a chunk placed outside the dataset";
+      if (chunk[d] == 0 || offset[d] % chunk[d] != 0 || offset[d] >= dims[d]) {
+        damage = "a chunk placed outside the dataset";
+      }
     }
   }
   if (!damage.empty()) {
@@ -393,7 +395,8 @@ std::vector<T> read_numbers(hid_t group, const std::string& path, const std::str
     // Read again without the checksum: if that reads, the values are damaged.
     // (HDF5 1.10 says so in its error stack, 1.14 only that a filter failed.)
     const std::string stack = take_stack();
-    if (H5Pset_edc_check(dxpl, H5Z_DISABLE_EDC) >= 0 && H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, dxpl, v.data()) >= 0) {
+    if (H5Pset_edc_check(dxpl, H5Z_DISABLE_EDC) >= 0 &&
+        H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, dxpl, v.data()) >= 0) {
       throw Hdf5Error(path, "cannot read " + shown + ": its values do not match their checksum (a damaged file)");
     }
     take_stack();
