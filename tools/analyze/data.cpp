@@ -183,8 +183,7 @@ bool goal_in_steps(const std::string& metric) {
 }
 
 stats::Censored censored_times(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric) {
-  const auto reach = reach_metric(metric);
-  const bool seconds = metric == "time_to_goal_s" || (reach && reach->seconds);
+  const bool seconds = !goal_in_steps(metric);
   const std::vector<double> values = metric_values(r, runs, metric);
   stats::Censored c;
   for (std::size_t i = 0; i < runs.size(); ++i) {
