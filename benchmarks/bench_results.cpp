@@ -2,7 +2,9 @@
 // scratch (every run file opened, as `--rebuild_index` does) against the
 // StudyIndex a study keeps (only new or changed files opened). Arg: run files
 // in the study; each is a run of 8 workers, 2,000 steps and 40 evaluations
-// (about 280 KB).
+// (about 280 KB). And writing a checkpoint-sized file (write_hdf5_atomically):
+// Arg: its float values in millions (the MLP's 2-worker checkpoint holds 2.7 M,
+// 10.7 MB).
 //
 //   build/benchmarks/dpstudy-bench-results [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
@@ -15,8 +17,10 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "dpstudy/file_io.hpp"
+#include "dpstudy/hdf5.hpp"
 #include "dpstudy/results.hpp"
 
 using namespace dpstudy;
@@ -111,6 +115,24 @@ void BM_IndexKept(benchmark::State& state) {
   state.counters["files_read"] = double(index.files_read());
 }
 BENCHMARK(BM_IndexKept)->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_CheckpointSizedWrite(benchmark::State& state) {
+  // Params and momentum of two workers, as save_checkpoint writes them.
+  const std::int64_t per_dataset = state.range(0) * 1000000 / 4;
+  const std::vector<float> values(std::size_t(per_dataset), 0.25f);
+  const std::string path = (std::filesystem::path(temp_folder()) /
+                            ("dpstudy-bench-ckpt-" + std::to_string(getpid()) + ".h5")).string();
+  for (auto _ : state) {
+    write_hdf5_atomically(path, [&](h5::Group& root) {
+      for (const char* name : {"params0", "momentum0", "params1", "momentum1"}) {
+        root.write_floats(name, values.data(), per_dataset);
+      }
+    }, "bench");
+  }
+  std::filesystem::remove(path);
+  state.SetBytesProcessed(state.iterations() * state.range(0) * 4000000);
+}
+BENCHMARK(BM_CheckpointSizedWrite)->Arg(3)->Arg(25)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
