@@ -129,7 +129,7 @@ void BM_CheckpointSizedWrite(benchmark::State& state) {
       }
     }, "bench");
   }
-  std::filesystem::remove(path);
+  ::unlink(path.c_str());
   state.SetBytesProcessed(state.iterations() * state.range(0) * 4000000);
 }
 BENCHMARK(BM_CheckpointSizedWrite)->Arg(3)->Arg(25)->Unit(benchmark::kMillisecond)->UseRealTime();
