@@ -7,7 +7,11 @@ import tempfile
 import unittest
 
 # Open MPI refuses to run as root without these (this project's machines and CI are root).
-MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+# A waiting rank yields its core: under `ctest -j2` another test runs beside each
+# job, and Open MPI's busy polling (its default where a job alone fills the cores)
+# took the cores from it (the default suite: 639 s, 600 s yielding).
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_mpi_yield_when_idle="1")
 
 
 def start_until(cmd, marker, env=None):

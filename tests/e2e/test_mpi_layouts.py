@@ -23,6 +23,10 @@ from h5compare import assert_same_study
 
 EXE, DATA_TOOL, MPIEXEC = sys.argv[1], sys.argv[2], sys.argv[3]
 ENV = dict(MPI_ENV, OMPI_MCA_rmaps_base_oversubscribe="1")
+# A small MLP (51k parameters, not 670k) where a test is about placement, failures
+# or checkpoints, not the averaging of a model-sized buffer: each study takes half
+# the time. The default model's layouts are checked in the power-of-two test.
+SMALL = ["--hidden", "64"]
 
 
 class Layouts(TempFolderTest):
@@ -95,7 +99,7 @@ class Layouts(TempFolderTest):
         # world averaging, the households averaging in between: 1 process against 2 and 4.
         args = ["--workers", "4", "--dirichlet_alpha", "0.5", "--overlap", "0.25", "--overlap_mode", "spread",
                 "--sync_period", "4", "--group_size", "2", "--group_sync_period", "2", "--eval_at_sync", "1",
-                "--seeds", "2"]
+                "--seeds", "2", *SMALL]
         one = os.path.join(self.tmp, "skew1")
         r, _ = self.study(one, 0, *args)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -133,7 +137,7 @@ class Layouts(TempFolderTest):
 
     def test_three_processes_use_the_gather_fallback_with_the_same_bits(self):
         args = ["--workers", "6", "--sync_period", "1,4", "--group_size", "2", "--sparsity", "0.5",
-                "--group_sync_period", "2"]
+                "--group_sync_period", "2", *SMALL]
         one = os.path.join(self.tmp, "g1")
         self.assertEqual(self.study(one, 0, *args)[0].returncode, 0)
         out = os.path.join(self.tmp, "g3")
@@ -142,7 +146,7 @@ class Layouts(TempFolderTest):
         assert_same_study(self, os.path.join(one, "s"), os.path.join(out, "s"))
 
     def test_killed_mpi_study_resumes_from_per_process_checkpoints(self):
-        args = ["--workers", "2", "--sync_period", "1,4", "--checkpoint_steps", "10", "--procs_per_run", "2"]
+        args = [*SMALL, "--workers", "2", "--sync_period", "1,4", "--checkpoint_steps", "10", "--procs_per_run", "2"]
         out = os.path.join(self.tmp, "killed")
         r, _ = self.study(out, 2, *args, env=dict(ENV, DPSTUDY_TEST_KILL_AT="step:25"))
         self.assertNotEqual(r.returncode, 0)
@@ -213,7 +217,7 @@ class Layouts(TempFolderTest):
     def test_a_checkpoint_unreadable_on_one_process_restarts_the_run_on_all(self):
         # A read that fails on rank 1 alone (a parallel file system): both start
         # over together, rather than training from different steps.
-        args = ["--workers", "2", "--sync_period", "1", "--procs_per_run", "2", "--checkpoint_steps", "10"]
+        args = [*SMALL, "--workers", "2", "--sync_period", "1", "--procs_per_run", "2", "--checkpoint_steps", "10"]
         out = os.path.join(self.tmp, "unreadable")
         r, _ = self.study(out, 2, *args, env=dict(ENV, DPSTUDY_TEST_KILL_AT="step:25"))
         self.assertNotEqual(r.returncode, 0)
@@ -343,7 +347,7 @@ class Layouts(TempFolderTest):
         self.assertEqual([f for f in os.listdir(runs) if f.endswith(".claim") or f.endswith(".tmp")], [])
 
     def test_dynamic_placement_runs_each_run_once_with_the_same_bits(self):
-        args = ["--workers", "2", "--sync_period", "1,4", "--seeds", "4"]
+        args = ["--workers", "2", "--sync_period", "1,4", "--seeds", "4", *SMALL]
         one = os.path.join(self.tmp, "dyn1")
         self.assertEqual(self.study(one, 0, *args)[0].returncode, 0)
         out = os.path.join(self.tmp, "dyn3")
@@ -378,7 +382,7 @@ class Layouts(TempFolderTest):
         r = plan(4, *args, "--procs_per_run", "2")
         self.assertIn("in 2 group(s) of 2, taken in this order as groups become free", r.stdout)
         # 1, 2 and 4 processes per run: the 4-process runs first, then two groups of 2, then 4 of 1.
-        mixed = ["--workers", "1,2,4", "--sync_period", "1,4", "--seeds", "2"]
+        mixed = ["--workers", "1,2,4", "--sync_period", "1,4", "--seeds", "2", *SMALL]
         r = plan(4, *mixed)
         under_mpirun, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 4, *mixed, "--dry_run")
         self.assertEqual(r.stdout, under_mpirun.stdout)

@@ -27,7 +27,8 @@ from h5compare import assert_same_study
 import slurm_cluster
 
 MODE, LAUNCHER, EXE, DATA_TOOL = sys.argv[1:5]
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+# As e2e_support's MPI_ENV: root allowed, and a waiting rank yields its core to the tests beside it.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_mpi_yield_when_idle": "1"}
 SKIP = 77
 
 STUDY = """[study]
@@ -226,7 +227,7 @@ class OnOneNodeCluster(Workspace):
     def test_study_requeued_at_the_time_limit_finishes_with_the_mpirun_results(self):
         with open(self.study, "w") as f:
             f.write(STUDY.format(epochs=20))  # a few seconds per run: long enough to interrupt
-        mpi_env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        mpi_env = dict(os.environ, **MPI_ENV)
         reference = os.path.join(self.tmp, "reference")
         r = subprocess.run(["mpirun", "-np", "2", EXE, "--study", self.study, "--output", reference, "--threads",
                             "1", "--data_dir", self.data, "--quiet"], capture_output=True, text=True, env=mpi_env,
@@ -234,8 +235,7 @@ class OnOneNodeCluster(Workspace):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
         with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
-            env = dict(cluster.env, **{k: mpi_env[k] for k in ("OMPI_ALLOW_RUN_AS_ROOT",
-                                                               "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")})
+            env = dict(cluster.env, **MPI_ENV)
             # No periodic checkpoint: what resumes a run is the one its stop made.
             r = launcher(self.study, "--workload", EXE, "--tasks-per-node", "2", "--time", "10:00", "--submit",
                          "--", "--data_dir", self.data, env=env, cwd=self.tmp)
