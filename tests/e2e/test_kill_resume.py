@@ -25,7 +25,7 @@ FIXTURES = None  # made in the test class's folder
 
 def study(output, *extra, kill=None, signal=None):
     # A small MLP (51k parameters, not 670k): a checkpoint is then 0.8 MB, not 10.7,
-    # and these studies write about 500 (docs/performance.md); the tests are about
+    # and these studies write hundreds (docs/performance.md); the tests are about
     # stopping and resuming, which do not depend on the model's size.
     env = dict(os.environ)
     for k in ("DPSTUDY_TEST_KILL_AT", "DPSTUDY_TEST_KILL_SIGNAL", "DPSTUDY_TEST_KILL_RANK"):
