@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <set>
@@ -249,6 +250,18 @@ std::string checksum_differences(const std::string& a_text, const std::string& b
            ")";
   }
   return out;
+}
+
+int stdout_exit_status(const std::string& prog, int status) {
+  std::cout.flush();
+  errno = 0;
+  const bool flush_failed = std::fflush(stdout) != 0;
+  const int err = errno;  // an earlier failed write leaves ferror set and the buffer to write again
+  if (!flush_failed && !std::ferror(stdout) && !std::cout.fail()) return status;
+  const std::string why = flush_failed && err != 0 ? std::string(" (") + std::strerror(err) + ")" : "";
+  std::fprintf(stderr, "%s: error: writing its standard output failed%s: what it printed is incomplete\n",
+               prog.c_str(), why.c_str());
+  return status == 0 ? 1 : status;
 }
 
 }  // namespace dpstudy

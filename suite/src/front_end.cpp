@@ -12,6 +12,7 @@
 #include <string>
 
 #include "dpstudy/error.hpp"
+#include "dpstudy/file_io.hpp"
 #include "dpstudy/runtime_info.hpp"
 #include "dpstudy/workload.hpp"
 #include "job.hpp"
@@ -63,7 +64,7 @@ int workload_main(int argc, char** argv, const Workload& workload) {
   if (launched_by_mpi()) return run_engine(prog, argv);
   try {
     const std::optional<Request> request = read_request(argc, argv, workload);
-    if (!request) return 0;  // --help, --version
+    if (!request) return stdout_exit_status(prog, 0);  // --help, --version
     if (!request->options.rebuild_index) (void)plan_runs(*request, workload);
   } catch (const boost::program_options::error& e) {
     return refuse(prog, e.what(), 2, true);

@@ -40,7 +40,9 @@ int StudyJob::run() {
   look();
   make_schedule();
   if (g_.dry_run) {
-    if (lead_) print_dry_run(dry_run());
+    // Through lead_step like every step rank 0 takes alone: an error in it
+    // (stdout closed, say) is printed once and every process ends with its status.
+    lead_step(session_, [&] { print_dry_run(dry_run()); });
     return 0;
   }
   prepare_folder();

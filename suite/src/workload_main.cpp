@@ -21,6 +21,7 @@
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/file_io.hpp"
 #include "dpstudy/manifest.hpp"
 #include "dpstudy/model.hpp"
 #include "dpstudy/progress.hpp"
@@ -356,10 +357,7 @@ int run_single(Job& job) {
   return ok ? 0 : 3;
 }
 
-}  // namespace
-
-int workload_main(int argc, char** argv, const Workload& workload) {
-  const std::string prog = "dpstudy-" + workload.name;
+int engine_main(int argc, char** argv, const Workload& workload, const std::string& prog) {
   const Session session;  // MPI, when launched by mpirun or srun
   std::string current_run = "-";
   // The start: the command line, the study, the device, the threads and the
@@ -418,6 +416,13 @@ int workload_main(int argc, char** argv, const Workload& workload) {
   } catch (const std::exception& e) {
     return fail(session, prog, current_run, e.what(), 1, false);
   }
+}
+
+}  // namespace
+
+int workload_main(int argc, char** argv, const Workload& workload) {
+  const std::string prog = "dpstudy-" + workload.name;
+  return stdout_exit_status(prog, engine_main(argc, argv, workload, prog));
 }
 
 }  // namespace dpstudy

@@ -74,6 +74,18 @@ class Analyze(TempFolderTest):
         with_div = self.analyze("summary", self.main, "--by", "lr", "--include_diverged", "--format", "csv")
         self.assertIn("1000,9,9", with_div)
 
+    @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full")
+    def test_output_that_cannot_be_written_is_an_error(self):
+        """A table sent to a full disk exits 1 and says so: a short table.csv behind status 0 reads as whole."""
+        for program, args in ((ANALYZE, ["summary", self.main, "--by", "lr", "--format", "csv"]),
+                              (ANALYZE, ["--help"]), (DATA_TOOL, ["summary", "--data_dir", self.data])):
+            with open("/dev/full", "w") as full:
+                r = subprocess.run([program, *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+            name = os.path.basename(program)
+            self.assertEqual((r.returncode, r.stderr.splitlines()[-1:]),
+                             (1, [f"{name}: error: writing its standard output failed: what it printed is incomplete"]),
+                             (args, r.stderr))
+
     def test_latex_tables(self):
         """--format latex: a booktabs tabular per table, with the CSV's cells, LaTeX's special characters escaped,
         a number's sign a minus, the title and notes as comments."""

@@ -52,6 +52,18 @@ class FrontEnd(TempFolderTest):
                              (engines.returncode, engines.stdout, engines.stderr), args)
             self.assertEqual(ours.returncode, 0 if args[0] in ("--version", "--help") else 2, ours.stderr)
 
+    @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full")
+    def test_output_that_cannot_be_written_is_an_error(self):
+        """Help, version and a dry run sent to a full disk exit 1 and say so, from the front end and the engine."""
+        dry = ["--data_dir", DATA, "--workers", "1,2", "--output", os.path.join(self.tmp, "r"), "--dry_run"]
+        for program, args in ((FRONT, ["--help"]), (ENGINE, ["--version"]), (FRONT, dry), (ENGINE, dry)):
+            with open("/dev/full", "w") as full:
+                r = subprocess.run([program, *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+            self.assertEqual((r.returncode, r.stderr.splitlines()[-1:]),
+                             (1, [f"{os.path.basename(FRONT)}: error: writing its standard output failed: what it "
+                                  "printed is incomplete"]), (args, r.stderr))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "r")))
+
     def test_a_missing_engine_is_named_with_the_places_looked_in(self):
         alone = os.path.join(self.tmp, "bin")
         os.makedirs(alone, exist_ok=True)

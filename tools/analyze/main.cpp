@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/file_io.hpp"
 #include "dpstudy/option_errors.hpp"
 
 namespace po = boost::program_options;
@@ -58,7 +59,7 @@ excluded unless --include_diverged.
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int analyze_main(int argc, char** argv) {
   try {
     Options o;
     std::string by, within, factors;
@@ -245,3 +246,5 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+int main(int argc, char** argv) { return stdout_exit_status("dpstudy-analyze", analyze_main(argc, argv)); }

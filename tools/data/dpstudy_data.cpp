@@ -13,6 +13,7 @@
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
+#include "dpstudy/file_io.hpp"
 #include "dpstudy/option_errors.hpp"
 #include "dpstudy/fixtures.hpp"
 #include "dpstudy/manifest.hpp"
@@ -157,7 +158,7 @@ int verify(const std::vector<std::string>& names, const std::string& data_dir, c
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int data_main(int argc, char** argv) {
   try {
     std::string command, data_dir, manifest_path;
     std::vector<std::string> args;
@@ -217,3 +218,5 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+int main(int argc, char** argv) { return stdout_exit_status("dpstudy-data", data_main(argc, argv)); }

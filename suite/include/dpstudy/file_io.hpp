@@ -98,6 +98,14 @@ std::string temp_folder();
 // other failure is a DataError.
 bool create_exclusive(const std::string& path, const std::string& text);
 
+// A program's exit status once its standard output is flushed: `status`, or 1
+// when it was 0 and what the program printed could not all be written (a full
+// disk, `> /dev/full`), so that `dpstudy-analyze summary R > table.csv` does not
+// leave a short table behind a success. The failure is told on stderr as `prog:
+// error: ...` whatever the status. (Under mpirun the ranks write to mpirun's
+// pipes, and mpirun itself writes the file.)
+int stdout_exit_status(const std::string& prog, int status);
+
 // Helpers for the big-endian integers of the IDX format.
 std::uint32_t read_be32(const std::uint8_t* p);
 void write_be32(std::uint8_t* p, std::uint32_t v);
