@@ -101,6 +101,19 @@ class SpackPackage(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("DPSTUDY_WITH_CUDA='maybe': expected AUTO, ON or OFF", r.stdout + r.stderr)
 
+    def test_linux_only_in_the_package_and_at_configure(self):
+        with open(PACKAGE) as f:
+            tree = ast.parse(f.read(), PACKAGE)
+        requires = [[getattr(a, "value", None) for a in node.args] for node in ast.walk(tree)
+                    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "requires"]
+        self.assertIn(["platform=linux"], requires)
+        # CMAKE_SYSTEM_NAME given is a cross build for that system: refused before any compiler's error.
+        r = self.configure("-DCMAKE_SYSTEM_NAME=Darwin")
+        out = " ".join((r.stdout + r.stderr).split())  # CMake wraps its messages
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("dpstudy builds on Linux only", out)
+        self.assertIn("this is Darwin", out)
+
     def test_the_environment_holds_no_machines_compilers(self):
         # Spack writes the compilers it detects into the active environment's
         # spack.yaml (0.x as compilers:, v1 as packages: gcc: externals:); this

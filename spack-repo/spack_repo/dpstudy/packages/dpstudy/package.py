@@ -76,7 +76,8 @@ class Dpstudy(CMakePackage, CudaPackage):
               "py-torch needs it to build its kernels")
     conflicts("%gcc@:8", msg="dpstudy needs C++17 <filesystem> (GCC 9 or newer)")
     conflicts("%clang@:8", msg="dpstudy needs C++17 <filesystem> (Clang 9 or newer)")
-    conflicts("platform=darwin", when="+cuda", msg="CUDA builds need Linux")
+    # /proc and Linux's file times (docs/building.md#platforms); CMake refuses other systems too.
+    requires("platform=linux", msg="dpstudy builds on Linux only (docs/building.md#platforms)")
 
     def cmake_args(self):
         spec = self.spec
