@@ -323,6 +323,27 @@ void check_same_data(const Job& job) {
   }
 }
 
+// Where each run goes is known at the start, so a run whose processes cannot
+// host its workers is an error every process has there, agreed on and printed
+// once (met later, in the study's schedule or a run's communicator, each process
+// printed it and aborted the job).
+void check_placement(const Request& request, const Plan& plan, int world) {
+  const JobOptions& g = request.options;
+  for (const PlannedRun& p : plan.runs) {
+    if (request.study_mode || g.mode == "throughput") {
+      (void)procs_for_run(p.config, g.procs_per_run, world);
+      continue;
+    }
+    if (p.config.workers % world != 0) {  // one run outside a study takes every process of the job
+      throw ConfigError("workers", std::to_string(p.config.workers),
+                        "must be a multiple of the job's " + std::to_string(world) +
+                            " processes: a run outside a study spreads its workers over all of them (a study, "
+                            "with --output, places each run on --procs_per_run of them)");
+    }
+    (void)procs_for_run(p.config, world, world);  // its group_size against the workers per process
+  }
+}
+
 // One run, on the console only; under mpirun, on all processes.
 int run_single(Job& job) {
   const JobOptions& g = job.request.options;
@@ -386,6 +407,7 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
       return;
     }
     plan = plan_runs(*request, workload);
+    check_placement(*request, plan, g.dry_run_processes > 0 ? g.dry_run_processes : session.size());
     for (PlannedRun& p : plan.runs) p.factory = workload_model(dataset_spec(p.config.dataset), p.model_values);
     const at::Device device = resolve_device(g.device, session.local_rank());
     if (g.deterministic) set_deterministic(device);

@@ -471,6 +471,20 @@ class Layouts(TempFolderTest):
         r = subprocess.run([MPIEXEC, "-n", "2", EXE, "--version"], capture_output=True, text=True, env=ENV,
                            timeout=120)
         self.assertEqual((r.returncode, r.stdout.count("dpstudy-mlp-mnist dpstudy ")), (0, 1), r.stdout + r.stderr)
+        # So is a run the job's processes cannot host, found at the start (the study's schedule and a run's
+        # communicator had met it on every process, each printing it and aborting the job).
+        r, _ = self.study(os.path.join(self.tmp, "cannot-host"), 2, "--workers", "2", "--procs_per_run", "3")
+        self.assertEqual((r.returncode, r.stderr.count("error:")), (2, 1), r.stdout + r.stderr)
+        self.assertIn("dpstudy-mlp-mnist: error: --procs_per_run: '3' must divide workers (2) and be at most the 2 "
+                      "processes of the job", r.stderr)
+        self.assertNotIn("MPI_ABORT", r.stderr)
+        r = subprocess.run([MPIEXEC, "-n", "2", EXE, "--data_dir", self.data, "--dataset", "mnist", "--workers", "3",
+                            "--epochs", "1"], capture_output=True, text=True, env=ENV, timeout=120)
+        self.assertEqual((r.returncode, r.stderr.count("error:")), (2, 1), r.stdout + r.stderr)
+        self.assertIn("dpstudy-mlp-mnist: error: --workers: '3' must be a multiple of the job's 2 processes: a run "
+                      "outside a study spreads its workers over all of them", r.stderr)
+        self.assertNotIn("MPI_ABORT", r.stderr)
+        self.assertNotIn("# config:", r.stdout)  # refused before it starts
 
     def test_an_error_of_one_process_names_its_rank(self):
         # A node without the data: that process's error with its rank and host, rank 0's
