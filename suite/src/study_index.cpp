@@ -245,6 +245,11 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
 }
 
 std::size_t rebuild_index(const std::string& study_dir, const std::string& study, std::vector<std::string>* skipped) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::path(study_dir) / "runs", ec)) {  // it named the index's temporary file
+    throw UsageError(study_dir + ": no study to index here (no runs/ folder): give the --output and --name (or "
+                     "--study) the study was run with");
+  }
   return StudyIndex(study_dir, study).rebuild(skipped);
 }
 

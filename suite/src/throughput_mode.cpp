@@ -100,11 +100,13 @@ int run_throughput_mode(const Job& job) {
   o.workload = workload;
   o.quiet = g.quiet;
   const bool lead = session.rank() == 0;
-  if (job.request.study_mode && lead) {
-    std::error_code ec;
-    fs::create_directories(job.request.study_dir, ec);
-    if (ec) throw UsageError(job.request.study_dir + ": cannot create the results folder (" + ec.message() + ")");
-    o.hdf5_path = (fs::path(job.request.study_dir) / "throughput.h5").string();
+  if (job.request.study_mode) {
+    lead_step(session, [&] {  // rank 0's error printed once, every process ended with its status
+      std::error_code ec;
+      fs::create_directories(job.request.study_dir, ec);
+      if (ec) throw UsageError(job.request.study_dir + ": cannot create the results folder (" + ec.message() + ")");
+    });
+    if (lead) o.hdf5_path = (fs::path(job.request.study_dir) / "throughput.h5").string();
   }
   if (lead) {  // slips in the sweep (an exclude rule that drops nothing); stderr keeps a JSON report clean
     for (const auto& note : job.plan.notes) std::fprintf(stderr, "%s\n", note.c_str());

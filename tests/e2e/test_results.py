@@ -317,6 +317,15 @@ class Results(TempFolderTest):
             self.assertEqual(sorted(x.decode() for x in f["index"]["run_id"][()]),
                              sorted(name[:-3] for name in os.listdir(runs) if name != "0000000000000000.h5"))
 
+    def test_rebuilding_the_index_of_no_study_is_refused(self):
+        # A mistyped --output or --name: the message named the index's temporary file.
+        out = os.path.join(self.tmp, "no-study")
+        r = self.run_study("--rebuild_index", output=out)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(f"error: {out}/mlp-mnist: no study to index here (no runs/ folder): give the --output and "
+                      "--name (or --study) the study was run with", r.stderr)
+        self.assertFalse(os.path.exists(out))
+
     def test_a_study_resumed_on_other_data_files_is_refused(self):
         # Runs trained on other files (a regenerated or replaced dataset, another
         # machine's copy) were pooled with the study's finished runs silently.

@@ -427,6 +427,15 @@ class Throughput(TempFolderTest):
             self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
             self.assertIn("--benchmark_filter: 'workers:4' matches none of the 2 benchmark(s) "
                           "(list them with --benchmark_list_tests=true)", r.stderr)
+        # A results folder rank 0 cannot make: said once, by rank 0 as one process says it, without MPI_Abort.
+        blocked = os.path.join(self.tmp, "a-file")
+        with open(blocked, "w", encoding="utf-8") as f:
+            f.write("not a folder\n")
+        for mpi in [0, 2] if MPIEXEC else [0]:
+            r = self.run_exe("--workers", "2", "--iterations", "2", "--output", blocked, "--quiet", mpi=mpi)
+            self.assertEqual((r.returncode, r.stderr.count("error:")), (2, 1), r.stdout + r.stderr)
+            self.assertIn(f"dpstudy-mlp-mnist: error: {blocked}/mlp-mnist: cannot create the results folder", r.stderr)
+            self.assertNotIn("MPI_ABORT", r.stderr)
         r = self.run_exe("--benchmark_colour=false")
         self.assertEqual(r.returncode, 2)
         self.assertIn("unrecognised Google Benchmark flag '--benchmark_colour=false'", r.stderr)
