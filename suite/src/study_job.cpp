@@ -40,8 +40,8 @@ int StudyJob::run() {
   look();
   make_schedule();
   if (g_.dry_run) {
-    // Through lead_step like every step rank 0 takes alone: an error in it
-    // (stdout closed, say) is printed once and every process ends with its status.
+    // Through lead_step like every step rank 0 takes alone, so that an error in
+    // it would be printed once and end every process with its status.
     lead_step(session_, [&] { print_dry_run(dry_run()); });
     return 0;
   }
