@@ -147,6 +147,14 @@ class LauncherInput(Workspace):
         self.refused("no executable dpstudy-no-such-workload", "--workload", "no-such-workload")
         self.refused("--job-name 'it's \"x\"': cannot be written into an #SBATCH line", "--workload", EXE,
                      "--job-name", "it's \"x\"", "--", "--data_dir", self.data)
+        # Folders it cannot write: a message naming them, not a Python traceback.
+        blocked = os.path.join(self.tmp, "a-file")
+        with open(blocked, "w") as f:
+            f.write("not a folder\n")
+        self.refused(f"{blocked}/slurmtest: cannot create the study's results folder (", "--workload", EXE,
+                     "--output", blocked, "--", "--data_dir", self.data)
+        self.refused(f"{self.tmp}: cannot write the batch script (Is a directory)", "--workload", EXE, "--script",
+                     self.tmp, "--", "--data_dir", self.data)
         # A value with a space goes in quotes (the one-node cluster test submits one).
         r = launcher(self.study, "--workload", EXE, "--job-name", "my study", "--", "--data_dir", self.data,
                      cwd=self.tmp)
