@@ -122,6 +122,26 @@ class FetchDatasets(unittest.TestCase):
         self.assertIn("already present and verified", r.stdout)
         self.assertEqual(len(Handler.requests), before)
 
+    def test_a_folder_is_a_mirror_and_a_bad_mirror_is_refused(self):
+        dest = self.dest("dest-folder")
+        cmd = [sys.executable, FETCH, "mnist", "--dest", dest, "--manifest", self.manifest]
+        r = subprocess.run(cmd + ["--mirror", os.path.join(self.serve, "good")], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"mnist: downloading file://{self.serve}/good/", r.stdout)
+        for (dataset, name), digest in self.truth.items():
+            if dataset == "mnist":
+                self.assertEqual(sha256(read(os.path.join(dest, dataset, name))), digest, name)
+        # Neither a URL nor a folder; a malformed URL: messages, not tracebacks.
+        r = subprocess.run(cmd + ["--force", "--mirror", "no-such-folder"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--mirror 'no-such-folder': expected a URL (https://, http://, ftp://, file://) or a folder "
+                      "holding the archives", r.stderr)
+        r = subprocess.run(cmd + ["--force", "--mirror", "http://[bad"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("not a valid URL (Invalid IPv6 URL)", r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+
     def test_corrupted_file_is_rejected_and_nothing_is_placed(self):
         dest = self.dest("dest-bad")
         r = self.fetch(dest, "mnist", variant="bad")
