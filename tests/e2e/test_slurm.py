@@ -109,6 +109,14 @@ class LauncherInput(Workspace):
         r = launcher(self.study, "--workload", EXE, "--array", "0", cwd=self.tmp)
         self.assertEqual(r.returncode, 2)
         self.assertIn("--array 0: must be at least 1", r.stderr)
+        # N%M: at most M at once (Slurm's throttle); Slurm's own range spelling is refused with what to give.
+        r = launcher(self.study, "--workload", EXE, "--array", "3%2", "--", "--data_dir", self.data, cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.tmp, "results", "slurmtest", "slurm.sbatch")) as f:
+            self.assertIn("#SBATCH --array=1-3%2\n", f.read())
+        self.refused("--array '0-3%2': expected the number of jobs sharing the study, e.g. 4, or 4%2 for at most 2 "
+                     "at once", "--workload", EXE, "--array", "0-3%2")
+        self.refused("--array 3%4: the jobs at once (after %) must be 1 to 3", "--workload", EXE, "--array", "3%4")
 
     def test_a_missing_study_file_is_refused_before_anything_is_written(self):
         r = launcher(os.path.join(self.tmp, "nope.ini"), "--workload", EXE, cwd=self.tmp)
@@ -349,7 +357,8 @@ class OnOneNodeCluster(Workspace):
     def test_a_job_array_shares_the_study_each_run_once(self):
         reference = self.longer_study_and_its_reference()
         with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
-            r = launcher(self.study, "--workload", EXE, "--array", "2", "--time", "10:00", "--submit",
+            # 2%2: the throttle's spelling through the real sbatch, both jobs still at once.
+            r = launcher(self.study, "--workload", EXE, "--array", "2%2", "--time", "10:00", "--submit",
                          "--", "--data_dir", self.data, env=cluster.env, cwd=self.tmp)
             self.assertEqual(r.returncode, 0, r.stderr)
             job = r.stdout.strip().splitlines()[-1]
