@@ -141,6 +141,14 @@ class FetchDatasets(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("not a valid URL (Invalid IPv6 URL)", r.stderr)
         self.assertNotIn("Traceback", r.stderr)
+        # A folder without the archives: the file named once, with why.
+        empty = os.path.join(self.tmp, "no-archives")
+        os.makedirs(empty, exist_ok=True)
+        r = subprocess.run(cmd + ["--force", "--mirror", empty], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"error: file://{empty}/", r.stderr)
+        self.assertIn(".gz: No such file or directory\n", r.stderr)
+        self.assertNotIn("Errno", r.stderr)
 
     def test_corrupted_file_is_rejected_and_nothing_is_placed(self):
         dest = self.dest("dest-bad")
