@@ -117,6 +117,8 @@ class LauncherInput(Workspace):
         self.refused("--array '0-3%2': expected the number of jobs sharing the study, e.g. 4, or 4%2 for at most 2 "
                      "at once", "--workload", EXE, "--array", "0-3%2")
         self.refused("--array 3%4: the jobs at once (after %) must be 1 to 3", "--workload", EXE, "--array", "3%4")
+        self.refused("--mpi '': expected one of srun's MPI plugin names", "--workload", EXE, "--mpi", "")
+        self.refused("--mpi 'pmix v4': expected one of srun's MPI plugin names", "--workload", EXE, "--mpi", "pmix v4")
 
     def test_a_missing_study_file_is_refused_before_anything_is_written(self):
         r = launcher(os.path.join(self.tmp, "nope.ini"), "--workload", EXE, cwd=self.tmp)
