@@ -1,7 +1,10 @@
 #include "dpstudy/hdf5.hpp"
 
+#include <fcntl.h>
 #include <hdf5.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -69,6 +72,26 @@ hid_t string_type() {
   return t;
 }
 
+// zlib's CRC-32 (what Python's zlib.crc32 computes), continued from `crc`.
+std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t n) {
+  const auto* p = static_cast<const Bytef*>(data);
+  while (n > 0) {
+    const auto step = uInt(std::min<std::size_t>(n, std::size_t(1) << 30));
+    crc = std::uint32_t(::crc32(uLong(crc), p, step));
+    p += step;
+    n -= step;
+  }
+  return crc;
+}
+
+// The attribute holding the checksum of an object's text attributes (check_texts).
+constexpr const char* kTextCrc = "text_crc32";
+
+// Texts are checksummed as each one's UTF-8 bytes followed by a zero byte.
+std::uint32_t crc32_text(std::uint32_t crc, const char* s) {
+  return crc32_update(crc, s ? s : "", (s ? std::strlen(s) : 0) + 1);
+}
+
 }  // namespace
 
 Group::Group(hid id, std::string path, std::string name) : id_(id), path_(std::move(path)), name_(std::move(name)) {}
@@ -92,6 +115,11 @@ Group Group::open_group(const std::string& name) const {
 }
 
 bool Group::has(const std::string& name) const { return H5Lexists(hid_t(id_), name.c_str(), H5P_DEFAULT) > 0; }
+
+bool Group::is_group(const std::string& name) const {
+  Id obj(H5Oopen(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Oclose, path_, "cannot open " + name_ + "/" + name);
+  return H5Iget_type(obj) == H5I_GROUP;
+}
 
 // Both listings walk the names in the order they are stored and sort them here:
 // listing in name order builds a table of every entry, and when an entry of a
@@ -155,16 +183,26 @@ void Group::set(const std::string& name, double value) {
 
 bool Group::has_attr(const std::string& name) const { return H5Aexists(hid_t(id_), name.c_str()) > 0; }
 
-std::vector<std::string> Group::attr_names() const {
+namespace {
+
+std::vector<std::string> attribute_names(hid_t obj, const std::string& path, const std::string& shown) {
   std::vector<std::string> names;
   auto cb = [](hid_t, const char* n, const H5A_info_t*, void* out) -> herr_t {
     static_cast<std::vector<std::string>*>(out)->push_back(n);
     return 0;
   };
   hsize_t idx = 0;
-  check(H5Aiterate2(hid_t(id_), H5_INDEX_NAME, H5_ITER_NATIVE, &idx, cb, &names), path_,
-        "cannot list attributes of " + name_);
+  check(H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, cb, &names), path, "cannot list attributes of " + shown);
   std::sort(names.begin(), names.end());  // as members()
+  return names;
+}
+
+}  // namespace
+
+std::vector<std::string> Group::attr_names() const {
+  std::vector<std::string> names = attribute_names(hid_t(id_), path_, name_);
+  // The texts' checksum is this layer's, not one of the group's values (a config key).
+  names.erase(std::remove(names.begin(), names.end(), std::string(kTextCrc)), names.end());
   return names;
 }
 
@@ -225,7 +263,83 @@ hid_t open_one_value(hid_t group, const std::string& path, const std::string& gr
 
 }  // namespace
 
+namespace {
+
+// HDF5 keeps the characters of every text in a global heap, which no version
+// of its format checksums: a damaged byte there was read as another text (a
+// config value, a unit; tests/unit/test_hdf5_damage.cpp). So each object's
+// texts carry one CRC-32 of their own, written with the file (seal_tree) and
+// checked on reading.
+std::uint32_t read_crc(hid_t obj, const std::string& path, const std::string& shown, const std::string& name) {
+  Id attr(open_one_value(obj, path, shown, name), H5Aclose, path, "attribute " + name);
+  Id type(H5Aget_type(attr), H5Tclose, path, "attribute type");
+  std::uint32_t v = 0;
+  if (kind_of(type) != 'i' || H5Aread(attr, H5T_NATIVE_UINT32, &v) < 0) {
+    fail(path, "cannot read the checksum " + name + " of " + shown);
+  }
+  return v;
+}
+
+// The CRC-32 of an object's text attributes but text_crc32, in byte order of
+// their names: each name and each value followed by a zero byte. `any`: there
+// was at least one.
+std::uint32_t texts_crc(hid_t obj, const std::string& path, const std::string& shown, bool* any) {
+  std::uint32_t crc = 0;
+  *any = false;
+  for (const std::string& name : attribute_names(obj, path, shown)) {
+    if (name == kTextCrc) continue;
+    Id attr(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, path, "no attribute " + name + " on " + shown);
+    Id type(H5Aget_type(attr), H5Tclose, path, "attribute type");
+    Id space(H5Aget_space(attr), H5Sclose, path, "attribute dataspace");
+    if (kind_of(type) != 's' || H5Sget_simple_extent_npoints(space) != 1) continue;
+    const std::string value = read_string_value(type, [&](hid_t mem, void* buf) { return H5Aread(attr, mem, buf); });
+    if (value == "\x01") fail(path, "cannot read attribute " + name + " of " + shown);
+    crc = crc32_text(crc32_text(crc, name.c_str()), value.c_str());
+    *any = true;
+  }
+  return crc;
+}
+
+void check_texts(hid_t obj, const std::string& path, const std::string& shown) {
+  if (H5Aexists(obj, kTextCrc) <= 0) return;  // no texts, or an earlier build's file
+  const std::uint32_t stored = read_crc(obj, path, shown, kTextCrc);
+  bool any = false;
+  if (texts_crc(obj, path, shown, &any) != stored) {
+    throw Hdf5Error(path, "the texts of " + shown + " do not match their checksum (a damaged file)");
+  }
+}
+
+// Writes text_crc32 on every object of the file below `group` that has texts.
+void seal_tree(hid_t group, const std::string& path, const std::string& shown) {
+  bool any = false;
+  const std::uint32_t crc = texts_crc(group, path, shown, &any);
+  if (any) write_attr(group, path, kTextCrc, H5T_STD_U32LE, H5T_NATIVE_UINT32, &crc);
+  std::vector<std::string> names;  // hard links only: an external one leads into another file
+  auto cb = [](hid_t, const char* n, const H5L_info_t* info, void* out) -> herr_t {
+    if (info->type == H5L_TYPE_HARD) static_cast<std::vector<std::string>*>(out)->push_back(n);
+    return 0;
+  };
+  hsize_t idx = 0;
+  check(H5Literate(group, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, cb, &names), path, "cannot list " + shown);
+  for (const std::string& name : names) {
+    const std::string child = (shown == "/" ? "" : shown) + "/" + name;
+    Id obj(H5Oopen(group, name.c_str(), H5P_DEFAULT), H5Oclose, path, "cannot open " + child);
+    if (H5Iget_type(obj) == H5I_GROUP) {
+      seal_tree(obj, path, child);
+    } else {
+      const std::uint32_t texts = texts_crc(obj, path, child, &any);
+      if (any) write_attr(obj, path, kTextCrc, H5T_STD_U32LE, H5T_NATIVE_UINT32, &texts);
+    }
+  }
+}
+
+}  // namespace
+
 std::string Group::get_string(const std::string& name) const {
+  if (!texts_checked_) {
+    check_texts(hid_t(id_), path_, name_.empty() ? "/" : name_);
+    texts_checked_ = true;
+  }
   Id attr(open_one_value(hid_t(id_), path_, name_, name), H5Aclose, path_, "attribute " + name);
   Id type(H5Aget_type(attr), H5Tclose, path_, "attribute type");
   if (kind_of(type) != 's') throw Hdf5Error(path_, "attribute " + name + " of " + name_ + " is not a string");
@@ -268,6 +382,42 @@ hid_t transfer_for(hssize_t count, const std::string& path) {
   return dxpl;
 }
 
+// The CRC-32 of `count` values of `mem_type` in the file's byte order
+// (`file_type`): the same bytes on a little-endian host, converted on others.
+std::uint32_t values_crc(hid_t file_type, hid_t mem_type, const void* data, hsize_t count, const std::string& path) {
+  const std::size_t bytes = std::size_t(count) * H5Tget_size(mem_type);
+  if (H5Tequal(file_type, mem_type) > 0) return crc32_update(0, data, bytes);
+  std::vector<unsigned char> buf(std::size_t(count) * std::max(H5Tget_size(file_type), H5Tget_size(mem_type)));
+  if (bytes > 0) std::memcpy(buf.data(), data, bytes);
+  check(H5Tconvert(mem_type, file_type, std::size_t(count), buf.data(), nullptr, H5P_DEFAULT), path,
+        "cannot checksum values");
+  return crc32_update(0, buf.data(), std::size_t(count) * H5Tget_size(file_type));
+}
+
+// Refuses values read from `ds` that do not match its crc32 attribute (files
+// of earlier builds have none). `values`: `n` values of `mem_type`.
+void check_values_crc(hid_t ds, const std::string& path, const std::string& shown, hid_t mem_type, const void* values,
+                      hsize_t n, hid_t dxpl) {
+  if (H5Aexists(ds, "crc32") <= 0) return;
+  const std::uint32_t stored = read_crc(ds, path, shown, "crc32");
+  std::uint32_t crc = 0;
+  if (H5Tget_class(mem_type) == H5T_STRING) {
+    for (hsize_t i = 0; i < n; ++i) crc = crc32_text(crc, static_cast<const char* const*>(values)[i]);
+  } else {
+    Id file_type(H5Dget_type(ds), H5Tclose, path, "type of " + shown);
+    if (H5Tequal(file_type, mem_type) > 0) {
+      crc = crc32_update(0, values, std::size_t(n) * H5Tget_size(mem_type));
+    } else {  // converted on reading (integers read as reals): the stored bytes, read as they are
+      std::vector<unsigned char> raw(std::size_t(n) * H5Tget_size(file_type));
+      if (n > 0) check(H5Dread(ds, file_type, H5S_ALL, H5S_ALL, dxpl, raw.data()), path, "cannot read " + shown);
+      crc = crc32_update(0, raw.data(), raw.size());
+    }
+  }
+  if (crc != stored) {
+    throw Hdf5Error(path, "cannot read " + shown + ": its values do not match their checksum (a damaged file)");
+  }
+}
+
 void write_dataset(hid_t group, const std::string& path, const std::string& name, hid_t file_type, hid_t mem_type,
                    const void* data, std::size_t rank, const hsize_t* dims, const std::string& unit) {
   hsize_t count = 1;
@@ -286,6 +436,15 @@ void write_dataset(hid_t group, const std::string& path, const std::string& name
         "cannot create dataset " + name);
   Id dxpl(transfer_for(hssize_t(count), path), H5Pclose, path, "dataset transfer properties");
   if (count > 0) check(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, dxpl, data), path, "cannot write " + name);
+  // The values' own CRC-32 too: Fletcher32 does not cover texts, and a damaged
+  // chunk address that lands on zeros reads as zeros with a Fletcher32 of zero.
+  std::uint32_t crc = 0;
+  if (H5Tget_class(file_type) == H5T_STRING) {
+    for (hsize_t i = 0; i < count; ++i) crc = crc32_text(crc, static_cast<const char* const*>(data)[i]);
+  } else {
+    crc = values_crc(file_type, mem_type, data, count, path);
+  }
+  write_attr(ds, path, "crc32", H5T_STD_U32LE, H5T_NATIVE_UINT32, &crc);
   if (!unit.empty()) {
     Id t(string_type(), H5Tclose, path, "string type");
     const char* p = unit.c_str();
@@ -402,6 +561,7 @@ std::vector<T> read_numbers(hid_t group, const std::string& path, const std::str
     take_stack();
     throw Hdf5Error(path, "cannot read " + shown + (stack.empty() ? "" : " (HDF5: " + stack + ")"));
   }
+  check_values_crc(ds, path, shown, mem_type, v.data(), hsize_t(n), dxpl);
   return v;
 }
 
@@ -419,6 +579,20 @@ std::vector<std::int64_t> Group::read_ints(const std::string& name) const {
   return read_numbers<std::int64_t>(hid_t(id_), path_, name, name_ + "/" + name, H5T_NATIVE_INT64);
 }
 
+namespace {
+
+void reclaim_strings(hid_t mem, hid_t space, std::vector<char*>& ptrs) {
+  if (ptrs.empty()) return;
+  // H5Dvlen_reclaim is deprecated since 1.12 (absent from builds without deprecated symbols).
+#if H5_VERSION_GE(1, 12, 0)
+  H5Treclaim(mem, space, H5P_DEFAULT, ptrs.data());
+#else
+  H5Dvlen_reclaim(mem, space, H5P_DEFAULT, ptrs.data());
+#endif
+}
+
+}  // namespace
+
 std::vector<std::string> Group::read_strings(const std::string& name) const {
   Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
   Id space(H5Dget_space(ds), H5Sclose, path_, "dataspace of " + name);
@@ -429,12 +603,13 @@ std::vector<std::string> Group::read_strings(const std::string& name) const {
   if (n > 0) check(H5Dread(ds, mem, H5S_ALL, H5S_ALL, dxpl, ptrs.data()), path_, "cannot read " + name);
   std::vector<std::string> out;
   for (char* p : ptrs) out.emplace_back(p ? p : "");
-  // H5Dvlen_reclaim is deprecated since 1.12 (absent from builds without deprecated symbols).
-#if H5_VERSION_GE(1, 12, 0)
-  if (n > 0) H5Treclaim(mem, space, H5P_DEFAULT, ptrs.data());
-#else
-  if (n > 0) H5Dvlen_reclaim(mem, space, H5P_DEFAULT, ptrs.data());
-#endif
+  try {
+    check_values_crc(ds, path_, name_ + "/" + name, mem, ptrs.data(), hsize_t(out.size()), dxpl);
+  } catch (const Hdf5Error&) {
+    reclaim_strings(mem, space, ptrs);
+    throw;
+  }
+  reclaim_strings(mem, space, ptrs);
   return out;
 }
 
@@ -467,6 +642,7 @@ std::vector<std::int64_t> Group::dataset_shape(const std::string& name, char* ki
 std::string Group::dataset_units(const std::string& name) const {
   Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
   if (H5Aexists(ds, "units") <= 0) return "";
+  check_texts(ds, path_, name_ + "/" + name);
   Id attr(open_one_value(ds, path_, name, "units"), H5Aclose, path_, "units of " + name);
   Id type(H5Aget_type(attr), H5Tclose, path_, "type of the units of " + name);
   if (kind_of(type) != 's') throw Hdf5Error(path_, "the units attribute of " + name + " is not a string");
@@ -480,7 +656,7 @@ void Group::link_external(const std::string& name, const std::string& file, cons
         "cannot link " + name + " to " + file);
 }
 
-File::File(hid id, std::string path) : id_(id), path_(std::move(path)) {}
+File::File(hid id, std::string path, bool writable) : id_(id), path_(std::move(path)), writable_(writable) {}
 
 namespace {
 
@@ -520,7 +696,7 @@ File File::create(const std::string& path) {
   Id fcpl(small_chunk_indexes(path), H5Pclose, path, "file creation properties");
   const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl, fapl);
   if (f < 0) fail(path, "cannot create HDF5 file");
-  return File(f, path);
+  return File(f, path, true);
 }
 
 File File::create_in_memory(const std::string& path) {
@@ -531,7 +707,7 @@ File File::create_in_memory(const std::string& path) {
   Id fcpl(small_chunk_indexes(path), H5Pclose, path, "file creation properties");
   const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl, fapl);
   if (f < 0) fail(path, "cannot create an in-memory HDF5 file");
-  return File(f, path);
+  return File(f, path, true);
 }
 
 namespace {
@@ -588,7 +764,13 @@ void mend_superblock_checksum(std::vector<char>& image) {
 
 }  // namespace
 
+void File::seal() {
+  Id root(H5Gopen2(hid_t(id_), "/", H5P_DEFAULT), H5Gclose, path_, "cannot open the root group");
+  seal_tree(root, path_, "/");
+}
+
 std::vector<char> File::image() {
+  if (writable_) seal();
   check(H5Fflush(hid_t(id_), H5F_SCOPE_GLOBAL), path_, "cannot flush the in-memory file");
   const ssize_t size = H5Fget_file_image(hid_t(id_), nullptr, 0);
   if (size < 0) fail(path_, "cannot size the file image");
@@ -598,8 +780,88 @@ std::vector<char> File::image() {
   return bytes;
 }
 
+namespace {
+
+// Reads `n` bytes at `at`; false at the end of the file or on an error.
+bool read_at(int fd, std::uint64_t at, unsigned char* buf, std::size_t n) {
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, buf, n, off_t(at));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    buf += got, at += std::uint64_t(got), n -= std::size_t(got);
+  }
+  return true;
+}
+
+std::uint64_t little_endian(const unsigned char* p, std::size_t bytes) {
+  std::uint64_t v = 0;
+  for (std::size_t i = bytes; i-- > 0;) v = v << 8 | p[i];
+  return v;
+}
+
+// HDF5 1.10 trusts the sizes of the objects in a global heap collection (the
+// store of texts, which its format does not checksum): one damaged size made
+// it read outside the collection and crash, or loop (tests/unit/
+// test_hdf5_damage.cpp; HDF5 1.14 refuses it). So every collection is walked
+// here first, and one whose objects do not fit in it is refused. Collections
+// are found by their signature; a "GCOL" in a dataset's values that is not
+// one fails the version and reserved bytes that follow, which a real
+// collection has as 1, 0, 0, 0.
+void check_global_heaps(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;  // H5Fopen tells why
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  const auto size = std::uint64_t(st.st_size);
+  // The size of lengths, from a superblock at the start (where dpstudy writes it).
+  unsigned char sb[16];
+  if (!read_at(fd, 0, sb, sizeof sb) || std::memcmp(sb, "\x89HDF\r\n\x1a\n", 8) != 0) return;
+  const std::size_t lengths = sb[8] >= 2 ? sb[10] : sb[14];
+  if (lengths != 2 && lengths != 4 && lengths != 8) return;
+  const std::size_t header = 8 + lengths, object_header = 8 + lengths;
+  auto check_collection = [&](std::uint64_t at) {
+    unsigned char h[16];
+    if (!read_at(fd, at, h, header) || h[4] != 1 || h[5] != 0 || h[6] != 0 || h[7] != 0) return;
+    const std::uint64_t bytes = little_endian(h + 8, lengths);
+    auto damaged = [&](const std::string& what) {
+      throw Hdf5Error(path, "cannot open: the global heap at byte " + std::to_string(at) +
+                                " (where HDF5 keeps texts) is damaged: " + what);
+    };
+    if (bytes < header || bytes > size - at) damaged("it runs past the end of the file");
+    std::vector<unsigned char> heap(static_cast<std::size_t>(bytes));
+    if (!read_at(fd, at, heap.data(), heap.size())) return;
+    for (std::uint64_t pos = header; bytes - pos >= object_header;) {
+      const unsigned index = unsigned(heap[pos]) | unsigned(heap[pos + 1]) << 8;
+      const std::uint64_t object = little_endian(&heap[pos + 8], lengths);
+      if (object > bytes) damaged("an object is larger than its collection");
+      const std::uint64_t need = index > 0 ? object_header + ((object + 7) & ~std::uint64_t(7)) : object;
+      if (need == 0 || need > bytes - pos) damaged("an object runs past the end of its collection");
+      pos += need;
+    }
+  };
+  std::vector<unsigned char> block(static_cast<std::size_t>(std::min<std::uint64_t>(size, 1 << 20)));
+  for (std::uint64_t at = 0; at < size;) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), size - at));
+    if (!read_at(fd, at, block.data(), n)) return;
+    const unsigned char* const end = block.data() + n;
+    for (const unsigned char* p = block.data();
+         (p = static_cast<const unsigned char*>(::memmem(p, std::size_t(end - p), "GCOL", 4))) != nullptr; ++p) {
+      check_collection(at + std::uint64_t(p - block.data()));
+    }
+    if (at + n >= size) break;
+    at += n - 3;  // a signature across two blocks is found in the second
+  }
+}
+
+}  // namespace
+
 File File::open_read(const std::string& path) {
   silence_library();
+  check_global_heaps(path);
   Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path, "file access properties");
 #if H5_VERSION_GE(1, 12, 1) || (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7)
   // No lock: dpstudy writes every file whole under a temporary name and renames
@@ -623,10 +885,10 @@ File File::open_read(const std::string& path) {
     }
     fail(path, "cannot open as an HDF5 file (truncated or not HDF5)");
   }
-  return File(f, path);
+  return File(f, path, false);
 }
 
-File::File(File&& o) noexcept : id_(o.id_), path_(std::move(o.path_)) { o.id_ = -1; }
+File::File(File&& o) noexcept : id_(o.id_), path_(std::move(o.path_)), writable_(o.writable_) { o.id_ = -1; }
 
 File::~File() {
   if (id_ >= 0) H5Fclose(hid_t(id_));
@@ -640,6 +902,15 @@ Group File::root() const {
 
 void File::close() {
   if (id_ < 0) return;
+  if (writable_) {
+    try {
+      seal();
+    } catch (...) {
+      H5Fclose(hid_t(id_));
+      id_ = -1;
+      throw;
+    }
+  }
   const hid_t f = hid_t(id_);
   id_ = -1;
   if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {

@@ -114,6 +114,7 @@ class Reproduce(TempFolderTest):
             d = f["syncs/divergence"][()]
             d[np.isnan(d)] = np.frombuffer(np.uint64(0xFFF8000000000001).tobytes(), dtype=np.float64)[0]
             f["syncs/divergence"][...] = d
+            del f["syncs/divergence"].attrs["crc32"]  # edited values: else a damaged file
         self.assertIn("# reproduce: identical", self.reproduce(RESNET, older))
 
     def test_a_changed_metric_is_found_and_named(self):
@@ -123,10 +124,12 @@ class Reproduce(TempFolderTest):
             accuracy = f["eval/test_accuracy"][()]
             accuracy[1] += 0.01
             f["eval/test_accuracy"][...] = accuracy
+            del f["eval/test_accuracy"].attrs["crc32"]  # edited values: else a damaged file
             f["summary"].attrs["best_test_accuracy"] = 0.5
             loss = f["train/worker_loss"][()]  # [step, worker]
             loss[2, 1] += 0.25
             f["train/worker_loss"][...] = loss
+            del f["train/worker_loss"].attrs["crc32"]
             eval_step, train_step = int(f["eval/step"][1]), int(f["train/step"][2])
         out = self.reproduce(MLP, changed, status=4)
         self.assertIn("# reproduce: DIFFERENT: 3 of", out)
@@ -142,6 +145,9 @@ class Reproduce(TempFolderTest):
             samples[4] += 1
             f["train/samples"][...] = samples
             f.attrs["status"] = "diverged"
+            # Edited values and texts: their checksums go (else: a damaged file, refused as one).
+            del f["train/samples"].attrs["crc32"]
+            del f.attrs["text_crc32"]
             f["train/extra"] = samples
             lr = f["train/lr"][()]
             del f["train/lr"]
@@ -195,6 +201,7 @@ class Reproduce(TempFolderTest):
         with h5py.File(edited, "r+") as f:
             del f["config"].attrs["group_size"]
             f["config"].attrs["group_size"] = "x"
+            del f["config"].attrs["text_crc32"]  # else: a damaged file
         self.assertIn(f"--reproduce: {edited}: its stored config is refused (a damaged or edited run file?): "
                       "--group_size: 'x' must be a whole number", self.exe([MLP, "--reproduce", edited], status=2))
 

@@ -11,14 +11,50 @@ import shutil
 import subprocess
 import sys
 import unittest
+import zlib
 
 import h5py
+import numpy as np
 
 from e2e_support import TempFolderTest, make_fixtures, start_until
 import pandas as pd
 
 EXE, DATA_TOOL, ANALYZE = sys.argv[1], sys.argv[2], sys.argv[3]
 
+
+
+def checksums_as_documented(path):
+    """Checks a file's crc32 and text_crc32 attributes by results/README.md's
+    definitions with Python's zlib, independently of dpstudy's code. Returns the
+    number of (datasets, objects with texts) that do not match."""
+    bad_values, bad_texts = 0, 0
+
+    def texts_crc(attrs):
+        crc, any_text = 0, False
+        for name in sorted(attrs.keys(), key=lambda n: n.encode()):
+            value = attrs[name]
+            if name == "text_crc32" or not isinstance(value, (str, bytes)):
+                continue
+            value = value.encode() if isinstance(value, str) else value
+            crc = zlib.crc32(value + b"\0", zlib.crc32(name.encode() + b"\0", crc))
+            any_text = True
+        return crc if any_text else None
+
+    def visit(name, obj):
+        nonlocal bad_values, bad_texts
+        if "text_crc32" in obj.attrs or texts_crc(obj.attrs) is not None:
+            bad_texts += int(obj.attrs.get("text_crc32") != texts_crc(obj.attrs))
+        if isinstance(obj, h5py.Dataset):
+            if obj.dtype.kind == "O":  # texts: each one's UTF-8 bytes and a zero byte
+                data = b"".join((v if isinstance(v, bytes) else v.encode()) + b"\0" for v in obj[()])
+            else:  # numbers: their little-endian bytes, as stored
+                data = np.ascontiguousarray(obj[()], dtype=obj.dtype.newbyteorder("<")).tobytes()
+            bad_values += int(obj.attrs["crc32"] != zlib.crc32(data))
+
+    with h5py.File(path, "r") as f:
+        visit("/", f)
+        f.visititems(visit)
+    return bad_values, bad_texts
 
 class Results(TempFolderTest):
     prefix = "dpstudy-results-test-"
@@ -88,6 +124,7 @@ class Results(TempFolderTest):
         for file in (os.path.join(folder, "index.h5"), path):
             r = subprocess.run(["h5dump", "-H", file], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(checksums_as_documented(file), (0, 0))
         with open(os.path.join(folder, "log.txt")) as log:
             self.assertIn("[run 8/8]", log.read())
 
@@ -259,7 +296,6 @@ class Results(TempFolderTest):
         # Each was kept as a finished run before: the index then left it out
         # (or read an array attribute past its one value), and dpstudy-analyze
         # refused the series, while the study said every run was done.
-        import numpy as np
         out = os.path.join(self.tmp, "unreadable")
         args = ("--workers", "1,2", "--sync_period", "1,2", "--quiet")
         self.assertEqual(self.run_study(*args, output=out).returncode, 0)
@@ -368,11 +404,13 @@ class Results(TempFolderTest):
         runs = sorted(glob.glob(os.path.join(out, "mlp-mnist", "runs", "*.h5")))
         with h5py.File(runs[0], "r+") as f:  # as if made by an older LibTorch
             f["provenance"].attrs["libtorch"] = "1.0.0"
+            del f["provenance"].attrs["text_crc32"]  # edited texts: their checksum goes (else: a damaged file)
         with h5py.File(runs[1], "r+") as f:  # as if made on a node whose OpenBLAS chose other kernels
             build = f["provenance"].attrs["blas_build"]
             if build == "-":
                 self.skipTest("this BLAS has no version string")
             f["provenance"].attrs["blas_build"] = build + " (elsewhere)"
+            del f["provenance"].attrs["text_crc32"]
         warning = (r"# warning: 2 of the 2 complete runs were made with another LibTorch or BLAS build \(LibTorch "
                    r"(1\.0\.0, |.*\(elsewhere\), and others).*\) than this process's \(LibTorch [0-9.]+, .*\): runs "
                    r"trained now will not reproduce theirs bit for bit")

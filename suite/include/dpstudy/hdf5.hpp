@@ -37,15 +37,20 @@ class Group {
   Group open_group(const std::string& name) const;
   bool has(const std::string& name) const;
   std::vector<std::string> members() const;
+  // Whether member `name` is a group (else a dataset); opens it, so a damaged
+  // header is an error here.
+  bool is_group(const std::string& name) const;
 
   void set(const std::string& attr, const std::string& value);
   void set(const std::string& attr, const char* value) { set(attr, std::string(value)); }
   void set(const std::string& attr, std::int64_t value);
   void set(const std::string& attr, double value);
   bool has_attr(const std::string& attr) const;
-  std::vector<std::string> attr_names() const;
+  std::vector<std::string> attr_names() const;  // without text_crc32, this layer's own
   // Attribute type: 'i' integer, 'f' float, 's' string.
   char attr_kind(const std::string& attr) const;
+  // A text attribute; the first read checks all of this group's texts against
+  // their checksum (`text_crc32`, written when the file is).
   std::string get_string(const std::string& attr) const;
   std::int64_t get_int(const std::string& attr) const;
   double get_double(const std::string& attr) const;
@@ -78,11 +83,15 @@ class Group {
   hid id_;
   std::string path_;  // file path, for errors
   std::string name_;  // object name, for errors
+  mutable bool texts_checked_ = false;
 };
 
 class File {
  public:
   // Creates (truncating) or opens read-only. Throws Hdf5Error naming the path.
+  // A file created here gets the checksums of its texts (`text_crc32`) when it
+  // is written out: by close() or image(). Numeric and text datasets carry the
+  // CRC-32 of their values (`crc32`), checked whenever they are read.
   static File create(const std::string& path);
   static File open_read(const std::string& path);
   // A file built in memory (HDF5's core driver), to be written out whole with
@@ -101,9 +110,11 @@ class File {
   const std::string& path() const { return path_; }
 
  private:
-  File(hid id, std::string path);
+  File(hid id, std::string path, bool writable);
+  void seal();  // text_crc32 on every object with texts
   hid id_;
   std::string path_;
+  bool writable_;
 };
 
 // The library's version, e.g. "1.10.8".
