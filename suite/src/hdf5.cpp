@@ -72,6 +72,14 @@ hid_t string_type() {
   return t;
 }
 
+hid_t fixed_string_type(std::size_t width) {
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, width);
+  H5Tset_strpad(t, H5T_STR_NULLPAD);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  return t;
+}
+
 // zlib's CRC-32 (what Python's zlib.crc32 computes), continued from `crc`.
 std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t n) {
   const auto* p = static_cast<const Bytef*>(data);
@@ -401,8 +409,8 @@ void check_values_crc(hid_t ds, const std::string& path, const std::string& show
   if (H5Aexists(ds, "crc32") <= 0) return;
   const std::uint32_t stored = read_crc(ds, path, shown, "crc32");
   std::uint32_t crc = 0;
-  if (H5Tget_class(mem_type) == H5T_STRING) {
-    for (hsize_t i = 0; i < n; ++i) crc = crc32_text(crc, static_cast<const char* const*>(values)[i]);
+  if (H5Tget_class(mem_type) == H5T_STRING) {  // `values`: std::strings
+    for (hsize_t i = 0; i < n; ++i) crc = crc32_text(crc, static_cast<const std::string*>(values)[i].c_str());
   } else {
     Id file_type(H5Dget_type(ds), H5Tclose, path, "type of " + shown);
     if (H5Tequal(file_type, mem_type) > 0) {
@@ -423,12 +431,12 @@ void write_dataset(hid_t group, const std::string& path, const std::string& name
   hsize_t count = 1;
   for (std::size_t i = 0; i < rank; ++i) count *= dims[i];
   Id space(H5Screate_simple(int(rank), dims, nullptr), H5Sclose, path, "dataspace for " + name);
-  // Numbers carry HDF5's Fletcher32 checksum (one chunk: the whole dataset), so
-  // a damaged value is refused on reading, as a damaged header is, instead of
-  // being read as another number. Text stays contiguous: a filter would cover
-  // only the references to its strings.
+  // Every dataset carries HDF5's Fletcher32 checksum (one chunk: the whole
+  // dataset), so a damaged value is refused on reading, as a damaged header
+  // is, instead of being read as another value. (Texts are fixed-length for
+  // this: HDF5 takes no filter on variable-length ones.)
   Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, path, "dataset creation properties");
-  if (count > 0 && H5Tget_class(file_type) != H5T_STRING) {
+  if (count > 0) {
     check(H5Pset_chunk(dcpl, int(rank), dims), path, "cannot lay out " + name);
     check(H5Pset_fletcher32(dcpl), path, "cannot checksum " + name);
   }
@@ -439,8 +447,12 @@ void write_dataset(hid_t group, const std::string& path, const std::string& name
   // The values' own CRC-32 too: Fletcher32 does not cover texts, and a damaged
   // chunk address that lands on zeros reads as zeros with a Fletcher32 of zero.
   std::uint32_t crc = 0;
-  if (H5Tget_class(file_type) == H5T_STRING) {
-    for (hsize_t i = 0; i < count; ++i) crc = crc32_text(crc, static_cast<const char* const*>(data)[i]);
+  if (H5Tget_class(file_type) == H5T_STRING) {  // fixed-length (Group::write)
+    const std::size_t width = H5Tget_size(file_type);
+    for (hsize_t i = 0; i < count; ++i) {
+      const char* text = static_cast<const char*>(data) + i * width;
+      crc = crc32_text(crc, std::string(text, strnlen(text, width)).c_str());
+    }
   } else {
     crc = values_crc(file_type, mem_type, data, count, path);
   }
@@ -469,12 +481,20 @@ void Group::write(const std::string& name, const std::vector<std::int32_t>& v, c
   write_dataset(hid_t(id_), path_, name, H5T_STD_I32LE, H5T_NATIVE_INT32, v.data(), 1, dims, unit);
 }
 
+// Text columns are fixed-length strings (each padded with zeros to the
+// longest), stored in the dataset's chunk under its Fletcher32 checksum. As
+// variable-length strings they lived in a global heap that no checksum covers,
+// referenced from the dataset: HDF5 1.10.8 followed a damaged reference out
+// of bounds and crashed (test_hdf5_damage.cpp), and HDF5 takes no filter on
+// them. h5py reads both kinds as bytes.
 void Group::write(const std::string& name, const std::vector<std::string>& v, const std::string& unit) {
-  std::vector<const char*> ptrs;
-  for (const auto& s : v) ptrs.push_back(s.c_str());
-  Id t(string_type(), H5Tclose, path_, "string type");
+  std::size_t width = 1;
+  for (const auto& s : v) width = std::max(width, s.size());
+  std::vector<char> padded(v.size() * width, '\0');
+  for (std::size_t i = 0; i < v.size(); ++i) std::memcpy(&padded[i * width], v[i].data(), v[i].size());
+  Id t(fixed_string_type(width), H5Tclose, path_, "string type");
   const hsize_t dims[1] = {v.size()};
-  write_dataset(hid_t(id_), path_, name, t, t, ptrs.data(), 1, dims, unit);
+  write_dataset(hid_t(id_), path_, name, t, t, padded.data(), 1, dims, unit);
 }
 
 void Group::write_floats(const std::string& name, const float* data, std::int64_t count) {
@@ -512,6 +532,20 @@ void check_chunks(hid_t ds, hid_t space, const std::string& path, const std::str
   for (int i = 0; i < rank; ++i) expected *= chunk[i] ? (dims[i] + chunk[i] - 1) / chunk[i] : 0;
   // HDF5 1.14 refuses some damage to the index itself, 1.10 reads on.
   check(H5Dget_num_chunks(ds, space, &chunks), path, "cannot read " + shown + ": its chunk index is damaged");
+  // HDF5 1.10.8 also trusts each chunk's stored size: a smaller one made it
+  // copy the chunk past the end of its buffer (AddressSanitizer, tests/unit/
+  // test_hdf5_damage.cpp). Under Fletcher32 alone, as dpstudy writes every
+  // dataset, that size is the chunk's values and the 4 bytes of their sum.
+  hsize_t stored = 0;
+  unsigned flags = 0, filter_config = 0;
+  std::size_t cd_count = 0;
+  if (H5Pget_nfilters(dcpl) == 1 &&
+      H5Pget_filter2(dcpl, 0, &flags, &cd_count, nullptr, 0, nullptr, &filter_config) == H5Z_FILTER_FLETCHER32) {
+    Id type(H5Dget_type(ds), H5Tclose, path, "type of " + shown);
+    stored = H5Tget_size(type);
+    for (int i = 0; i < rank; ++i) stored *= chunk[i];
+    stored += 4;
+  }
   std::string damage;
   if (chunks != expected) {
     damage = std::to_string(chunks) + " chunk(s) within its extent, expected " + std::to_string(expected);
@@ -523,6 +557,8 @@ void check_chunks(hid_t ds, hid_t space, const std::string& path, const std::str
     hsize_t bytes = 0;
     if (H5Dget_chunk_info(ds, space, i, offset.data(), &skipped, &address, &bytes) < 0 || skipped != 0) {
       damage = "a chunk unreadable or marked as not checksummed";
+    } else if (stored != 0 && bytes != stored) {
+      damage = "a chunk of " + std::to_string(bytes) + " bytes, expected " + std::to_string(stored);
     }
     for (std::size_t d = 0; damage.empty() && d < dims.size(); ++d) {
       if (chunk[d] == 0 || offset[d] % chunk[d] != 0 || offset[d] >= dims[d]) {
@@ -539,6 +575,20 @@ void check_chunks(hid_t ds, hid_t space, const std::string& path, const std::str
 #endif
 }
 
+// Reads all of `ds` into `buf`. Not for variable-length strings: a second
+// read without the checksum would follow their damaged references.
+void read_checked(hid_t ds, hid_t mem_type, hid_t dxpl, void* buf, const std::string& path, const std::string& shown) {
+  if (H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, dxpl, buf) >= 0) return;
+  // Read again without the checksum: if that reads, the values are damaged.
+  // (HDF5 1.10 says so in its error stack, 1.14 only that a filter failed.)
+  const std::string stack = take_stack();
+  if (H5Pset_edc_check(dxpl, H5Z_DISABLE_EDC) >= 0 && H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, dxpl, buf) >= 0) {
+    throw Hdf5Error(path, "cannot read " + shown + ": its values do not match their checksum (a damaged file)");
+  }
+  take_stack();
+  throw Hdf5Error(path, "cannot read " + shown + (stack.empty() ? "" : " (HDF5: " + stack + ")"));
+}
+
 // `shown`: the dataset's path in the file, for errors.
 template <typename T>
 std::vector<T> read_numbers(hid_t group, const std::string& path, const std::string& name, const std::string& shown,
@@ -550,17 +600,7 @@ std::vector<T> read_numbers(hid_t group, const std::string& path, const std::str
   if (n > 0) check_chunks(ds, space, path, shown);
   std::vector<T> v(static_cast<std::size_t>(n));
   Id dxpl(transfer_for(n, path), H5Pclose, path, "dataset transfer properties");
-  if (n > 0 && H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, dxpl, v.data()) < 0) {
-    // Read again without the checksum: if that reads, the values are damaged.
-    // (HDF5 1.10 says so in its error stack, 1.14 only that a filter failed.)
-    const std::string stack = take_stack();
-    if (H5Pset_edc_check(dxpl, H5Z_DISABLE_EDC) >= 0 &&
-        H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, dxpl, v.data()) >= 0) {
-      throw Hdf5Error(path, "cannot read " + shown + ": its values do not match their checksum (a damaged file)");
-    }
-    take_stack();
-    throw Hdf5Error(path, "cannot read " + shown + (stack.empty() ? "" : " (HDF5: " + stack + ")"));
-  }
+  if (n > 0) read_checked(ds, mem_type, dxpl, v.data(), path, shown);
   check_values_crc(ds, path, shown, mem_type, v.data(), hsize_t(n), dxpl);
   return v;
 }
@@ -594,22 +634,34 @@ void reclaim_strings(hid_t mem, hid_t space, std::vector<char*>& ptrs) {
 }  // namespace
 
 std::vector<std::string> Group::read_strings(const std::string& name) const {
-  Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
-  Id space(H5Dget_space(ds), H5Sclose, path_, "dataspace of " + name);
+  const std::string shown = name_ + "/" + name;
+  Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + shown);
+  Id space(H5Dget_space(ds), H5Sclose, path_, "dataspace of " + shown);
   const hssize_t n = H5Sget_simple_extent_npoints(space);
-  Id mem(string_type(), H5Tclose, path_, "string type");
-  std::vector<char*> ptrs(static_cast<std::size_t>(n > 0 ? n : 0), nullptr);
+  if (n < 0) fail(path_, "cannot size " + shown);
+  Id type(H5Dget_type(ds), H5Tclose, path_, "type of " + shown);
   Id dxpl(transfer_for(n, path_), H5Pclose, path_, "dataset transfer properties");
-  if (n > 0) check(H5Dread(ds, mem, H5S_ALL, H5S_ALL, dxpl, ptrs.data()), path_, "cannot read " + name);
   std::vector<std::string> out;
-  for (char* p : ptrs) out.emplace_back(p ? p : "");
-  try {
-    check_values_crc(ds, path_, name_ + "/" + name, mem, ptrs.data(), hsize_t(out.size()), dxpl);
-  } catch (const Hdf5Error&) {
+  out.reserve(std::size_t(n));
+  if (H5Tis_variable_str(type) > 0) {  // the text columns of earlier builds
+    Id mem(string_type(), H5Tclose, path_, "string type");
+    std::vector<char*> ptrs(static_cast<std::size_t>(n), nullptr);
+    if (n > 0) check(H5Dread(ds, mem, H5S_ALL, H5S_ALL, dxpl, ptrs.data()), path_, "cannot read " + shown);
+    for (char* p : ptrs) out.emplace_back(p ? p : "");
     reclaim_strings(mem, space, ptrs);
-    throw;
+  } else {
+    const std::size_t width = H5Tget_size(type);
+    if (H5Tget_class(type) != H5T_STRING || width == 0) throw Hdf5Error(path_, shown + " does not hold texts");
+    if (n > 0) check_chunks(ds, space, path_, shown);
+    std::vector<char> padded(std::size_t(n) * width);
+    if (n > 0) read_checked(ds, type, dxpl, padded.data(), path_, shown);
+    for (hssize_t i = 0; i < n; ++i) {
+      const char* text = &padded[std::size_t(i) * width];
+      out.emplace_back(text, strnlen(text, width));
+    }
   }
-  reclaim_strings(mem, space, ptrs);
+  Id mem(string_type(), H5Tclose, path_, "string type");
+  check_values_crc(ds, path_, shown, mem, out.data(), hsize_t(out.size()), dxpl);
   return out;
 }
 

@@ -45,7 +45,7 @@ def checksums_as_documented(path):
         if "text_crc32" in obj.attrs or texts_crc(obj.attrs) is not None:
             bad_texts += int(obj.attrs.get("text_crc32") != texts_crc(obj.attrs))
         if isinstance(obj, h5py.Dataset):
-            if obj.dtype.kind == "O":  # texts: each one's UTF-8 bytes and a zero byte
+            if obj.dtype.kind in "OS":  # texts: each one's UTF-8 bytes (no padding) and a zero byte
                 data = b"".join((v if isinstance(v, bytes) else v.encode()) + b"\0" for v in obj[()])
             else:  # numbers: their little-endian bytes, as stored
                 data = np.ascontiguousarray(obj[()], dtype=obj.dtype.newbyteorder("<")).tobytes()

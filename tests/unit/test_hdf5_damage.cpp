@@ -1,14 +1,17 @@
-// Damaged result files, byte by byte: a run file (the real writer, a small
-// run) is damaged one flipped bit at a time and read back whole through
-// dpstudy's HDF5 layer. Every damaged copy must be refused (an Hdf5Error) or
-// read exactly as the intact file: none may be read as other values, crash or
-// hang. Before the texts' checksums and the global heap's check (hdf5.cpp),
-// of 246 copies damaged at every 97th byte of a run file, 4 were read with
-// another text (a unit, a provenance value) and 1 crashed HDF5 1.10.8.
+// Damaged result files, byte by byte: a run file and an index (the real
+// writers, a small run) are damaged one flipped bit at a time and read back
+// whole through dpstudy's HDF5 layer. Every damaged copy must be refused (an
+// Hdf5Error) or read exactly as the intact file: none may be read as other
+// values, crash or hang. Before the texts' checksums and the global heap's
+// check (hdf5.cpp), of 246 copies damaged at every 97th byte of a run file, 4
+// were read with another text (a unit, a provenance value) and 1 crashed
+// HDF5 1.10.8; then the index's text columns, variable-length, crashed it at
+// a damaged reference into the heap (now fixed-length, under Fletcher32).
 //
-// The default run damages every 7th byte (bit = byte % 8); DPSTUDY_DAMAGE_STRIDE=1
-// damages every byte (about a minute; docs/building.md), and
-// DPSTUDY_DAMAGE_BIT=N flips bit N of each instead.
+// The default run damages every 7th byte of the run file and every 13th of
+// the index (bit = byte % 8); DPSTUDY_DAMAGE_STRIDE=1 damages every byte
+// (about a minute; docs/building.md), and DPSTUDY_DAMAGE_BIT=N flips bit N of
+// each instead. DPSTUDY_DAMAGE_KEEP=FILE keeps a copy of the intact file.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -84,6 +87,7 @@ void dump_group(const h5::Group& g, const std::string& name, std::ostringstream&
         << "\n";
   }
   for (const std::string& m : g.members()) {
+    if (name == "/runs") continue;  // the index's links into the run files
     if (g.is_group(m)) {
       dump_group(g.open_group(m), name + "/" + m, out);
       continue;
@@ -128,19 +132,17 @@ std::size_t from_env(const char* name, std::size_t otherwise) {
   return v && *v ? std::size_t(std::strtoul(v, nullptr, 10)) : otherwise;
 }
 
-}  // namespace
-
-TEST(Hdf5Damage, EveryFlippedBitOfARunFileIsRefusedOrHarmless) {
-  ScratchDir scratch;
-  const std::string path = scratch.str() + "/r1.h5", damaged = scratch.str() + "/damaged.h5";
-  write_small_run(path);
-  const std::string intact = dump(path);
+// Damages `path` one bit at a time (every `stride`th byte) and reads each copy
+// whole, failing the test on any copy read as other values.
+void sweep(const std::string& path, const std::string& what, std::size_t default_stride) {
+  const std::string intact = dump(path), damaged = path + ".damaged.h5";
+  if (const char* keep = std::getenv("DPSTUDY_DAMAGE_KEEP")) std::ofstream(keep, std::ios::binary) << std::ifstream(path, std::ios::binary).rdbuf();
   std::string bytes;
   {
     std::ifstream in(path, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
-  const std::size_t stride = std::max<std::size_t>(1, from_env("DPSTUDY_DAMAGE_STRIDE", 7));
+  const std::size_t stride = std::max<std::size_t>(1, from_env("DPSTUDY_DAMAGE_STRIDE", default_stride));
   const std::size_t bit = from_env("DPSTUDY_DAMAGE_BIT", 8);  // 8: byte % 8
   for (const int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGALRM}) ::signal(sig, say_where_and_die);
   std::size_t same = 0, refused = 0;
@@ -163,17 +165,37 @@ TEST(Hdf5Damage, EveryFlippedBitOfARunFileIsRefusedOrHarmless) {
     } catch (const Hdf5Error&) {
       ++refused;
     } catch (const std::exception& e) {
-      ADD_FAILURE() << "byte " << at << ": " << e.what();
+      ADD_FAILURE() << what << ", byte " << at << ": " << e.what();
     }
     ::alarm(0);
   }
   for (const int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGALRM}) ::signal(sig, SIG_DFL);
   std::string listed;
   for (const std::string& b : read_differently) listed += " " + b;
-  std::printf("%zu damaged copies of a %zu-byte run file: %zu read as before, %zu refused, %zu read as other values\n",
-              (bytes.size() + stride - 1) / stride, bytes.size(), same, refused, read_differently.size());
-  EXPECT_TRUE(read_differently.empty()) << "read as other values, damaged at byte" << listed;
-  EXPECT_GT(refused, same / 4);  // the damage is real: most of a run file is checksummed metadata
+  std::printf("%zu damaged copies of a %zu-byte %s: %zu read as before, %zu refused, %zu read as other values\n",
+              (bytes.size() + stride - 1) / stride, bytes.size(), what.c_str(), same, refused,
+              read_differently.size());
+  EXPECT_TRUE(read_differently.empty()) << what << " read as other values, damaged at byte" << listed;
+  EXPECT_GT(refused, same / 4);  // the damage is real: most of a result file is checksummed metadata
+}
+
+}  // namespace
+
+TEST(Hdf5Damage, EveryFlippedBitOfARunFileIsRefusedOrHarmless) {
+  ScratchDir scratch;
+  const std::string path = scratch.str() + "/r1.h5";
+  write_small_run(path);
+  sweep(path, "run file", 7);
+}
+
+// The index: a column per key, texts among them, and links into the run files
+// (not followed: the run files have their own sweep).
+TEST(Hdf5Damage, EveryFlippedBitOfAnIndexIsRefusedOrHarmless) {
+  ScratchDir scratch;
+  make_dirs(scratch.path() / "runs");
+  write_small_run(scratch.str() + "/runs/r1.h5");
+  ASSERT_EQ(rebuild_index(scratch.str(), "s", nullptr), 1u);
+  sweep(scratch.str() + "/index.h5", "index", 13);
 }
 
 namespace {
