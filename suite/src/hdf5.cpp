@@ -444,8 +444,8 @@ void write_dataset(hid_t group, const std::string& path, const std::string& name
         "cannot create dataset " + name);
   Id dxpl(transfer_for(hssize_t(count), path), H5Pclose, path, "dataset transfer properties");
   if (count > 0) check(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, dxpl, data), path, "cannot write " + name);
-  // The values' own CRC-32 too: Fletcher32 does not cover texts, and a damaged
-  // chunk address that lands on zeros reads as zeros with a Fletcher32 of zero.
+  // The values' own CRC-32 too: a damaged chunk address that lands on zeros
+  // reads as zeros, whose Fletcher32 is zero.
   std::uint32_t crc = 0;
   if (H5Tget_class(file_type) == H5T_STRING) {  // fixed-length (Group::write)
     const std::size_t width = H5Tget_size(file_type);
