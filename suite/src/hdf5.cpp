@@ -96,9 +96,10 @@ std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t n) {
 constexpr const char* kTextCrc = "text_crc32";
 
 // Texts are checksummed as each one's UTF-8 bytes followed by a zero byte.
-std::uint32_t crc32_text(std::uint32_t crc, const char* s) {
-  return crc32_update(crc, s ? s : "", (s ? std::strlen(s) : 0) + 1);
+std::uint32_t crc32_text(std::uint32_t crc, const char* s, std::size_t n) {
+  return crc32_update(crc32_update(crc, s, n), "", 1);
 }
+std::uint32_t crc32_text(std::uint32_t crc, const std::string& s) { return crc32_text(crc, s.data(), s.size()); }
 
 }  // namespace
 
@@ -302,7 +303,7 @@ std::uint32_t texts_crc(hid_t obj, const std::string& path, const std::string& s
     if (kind_of(type) != 's' || H5Sget_simple_extent_npoints(space) != 1) continue;
     const std::string value = read_string_value(type, [&](hid_t mem, void* buf) { return H5Aread(attr, mem, buf); });
     if (value == "\x01") fail(path, "cannot read attribute " + name + " of " + shown);
-    crc = crc32_text(crc32_text(crc, name.c_str()), value.c_str());
+    crc = crc32_text(crc32_text(crc, name), value);
     *any = true;
   }
   return crc;
@@ -317,11 +318,15 @@ void check_texts(hid_t obj, const std::string& path, const std::string& shown) {
   }
 }
 
+void seal_texts(hid_t obj, const std::string& path, const std::string& shown) {
+  bool any = false;
+  const std::uint32_t crc = texts_crc(obj, path, shown, &any);
+  if (any) write_attr(obj, path, kTextCrc, H5T_STD_U32LE, H5T_NATIVE_UINT32, &crc);
+}
+
 // Writes text_crc32 on every object of the file below `group` that has texts.
 void seal_tree(hid_t group, const std::string& path, const std::string& shown) {
-  bool any = false;
-  const std::uint32_t crc = texts_crc(group, path, shown, &any);
-  if (any) write_attr(group, path, kTextCrc, H5T_STD_U32LE, H5T_NATIVE_UINT32, &crc);
+  seal_texts(group, path, shown);
   std::vector<std::string> names;  // hard links only: an external one leads into another file
   auto cb = [](hid_t, const char* n, const H5L_info_t* info, void* out) -> herr_t {
     if (info->type == H5L_TYPE_HARD) static_cast<std::vector<std::string>*>(out)->push_back(n);
@@ -335,8 +340,7 @@ void seal_tree(hid_t group, const std::string& path, const std::string& shown) {
     if (H5Iget_type(obj) == H5I_GROUP) {
       seal_tree(obj, path, child);
     } else {
-      const std::uint32_t texts = texts_crc(obj, path, child, &any);
-      if (any) write_attr(obj, path, kTextCrc, H5T_STD_U32LE, H5T_NATIVE_UINT32, &texts);
+      seal_texts(obj, path, child);
     }
   }
 }
@@ -402,27 +406,25 @@ std::uint32_t values_crc(hid_t file_type, hid_t mem_type, const void* data, hsiz
   return crc32_update(0, buf.data(), std::size_t(count) * H5Tget_size(file_type));
 }
 
-// Refuses values read from `ds` that do not match its crc32 attribute (files
-// of earlier builds have none). `values`: `n` values of `mem_type`.
+// Refuses what was read from `ds` when `crc`, computed from it, is not its
+// crc32 attribute (files of earlier builds have none).
+void check_crc(hid_t ds, const std::string& path, const std::string& shown, std::uint32_t crc) {
+  if (H5Aexists(ds, "crc32") > 0 && read_crc(ds, path, shown, "crc32") != crc) {
+    throw Hdf5Error(path, "cannot read " + shown + ": its values do not match their checksum (a damaged file)");
+  }
+}
+
+// check_crc of `n` numbers read from `ds` as `mem_type`.
 void check_values_crc(hid_t ds, const std::string& path, const std::string& shown, hid_t mem_type, const void* values,
                       hsize_t n, hid_t dxpl) {
   if (H5Aexists(ds, "crc32") <= 0) return;
-  const std::uint32_t stored = read_crc(ds, path, shown, "crc32");
-  std::uint32_t crc = 0;
-  if (H5Tget_class(mem_type) == H5T_STRING) {  // `values`: std::strings
-    for (hsize_t i = 0; i < n; ++i) crc = crc32_text(crc, static_cast<const std::string*>(values)[i].c_str());
-  } else {
-    Id file_type(H5Dget_type(ds), H5Tclose, path, "type of " + shown);
-    if (H5Tequal(file_type, mem_type) > 0) {
-      crc = crc32_update(0, values, std::size_t(n) * H5Tget_size(mem_type));
-    } else {  // converted on reading (integers read as reals): the stored bytes, read as they are
-      std::vector<unsigned char> raw(std::size_t(n) * H5Tget_size(file_type));
-      if (n > 0) check(H5Dread(ds, file_type, H5S_ALL, H5S_ALL, dxpl, raw.data()), path, "cannot read " + shown);
-      crc = crc32_update(0, raw.data(), raw.size());
-    }
-  }
-  if (crc != stored) {
-    throw Hdf5Error(path, "cannot read " + shown + ": its values do not match their checksum (a damaged file)");
+  Id file_type(H5Dget_type(ds), H5Tclose, path, "type of " + shown);
+  if (H5Tequal(file_type, mem_type) > 0) {
+    check_crc(ds, path, shown, crc32_update(0, values, std::size_t(n) * H5Tget_size(mem_type)));
+  } else {  // converted on reading (integers read as reals): the stored bytes, read as they are
+    std::vector<unsigned char> raw(std::size_t(n) * H5Tget_size(file_type));
+    if (n > 0) check(H5Dread(ds, file_type, H5S_ALL, H5S_ALL, dxpl, raw.data()), path, "cannot read " + shown);
+    check_crc(ds, path, shown, crc32_update(0, raw.data(), raw.size()));
   }
 }
 
@@ -451,7 +453,7 @@ void write_dataset(hid_t group, const std::string& path, const std::string& name
     const std::size_t width = H5Tget_size(file_type);
     for (hsize_t i = 0; i < count; ++i) {
       const char* text = static_cast<const char*>(data) + i * width;
-      crc = crc32_text(crc, std::string(text, strnlen(text, width)).c_str());
+      crc = crc32_text(crc, text, strnlen(text, width));
     }
   } else {
     crc = values_crc(file_type, mem_type, data, count, path);
@@ -660,8 +662,9 @@ std::vector<std::string> Group::read_strings(const std::string& name) const {
       out.emplace_back(text, strnlen(text, width));
     }
   }
-  Id mem(string_type(), H5Tclose, path_, "string type");
-  check_values_crc(ds, path_, shown, mem, out.data(), hsize_t(out.size()), dxpl);
+  std::uint32_t crc = 0;
+  for (const std::string& text : out) crc = crc32_text(crc, text);
+  check_crc(ds, path_, shown, crc);
   return out;
 }
 
