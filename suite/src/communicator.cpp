@@ -12,6 +12,10 @@ void tree_sum(const std::vector<at::Tensor>& buffers, int lo, int hi, at::Tensor
     out.copy_(buffers[std::size_t(lo)]);
     return;
   }
+  if (hi - lo == 2) {  // lower + upper in one pass, not two copies and an add: the same bits
+    at::add_out(out, buffers[std::size_t(lo)], buffers[std::size_t(lo) + 1]);
+    return;
+  }
   // Sized once: deeper calls must not reallocate the vector under `upper`.
   if (scratch.size() < 32) scratch.resize(32);  // depth < 32 for any int count
   const int mid = lo + (hi - lo) / 2;

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "dpstudy/error.hpp"
+
 namespace dpstudy {
 namespace {
 
@@ -40,11 +42,46 @@ Replica::Replica(std::shared_ptr<Model> model) : model_(std::move(model)) {
     if (at::isFloatingType(b.scalar_type())) floating.push_back(b);
   }
   buffers_ = flatten_into_one(floating, options.requires_grad(false));
+  parameters_ = std::move(params);
+  // Other tensors on the same storage: set_data on params_ while mirroring leaves them here.
+  own_params_ = params_.view({-1});
+  own_momentum_ = momentum_.view({-1});
 }
 
 void Replica::copy_weights_from(Replica& other) {
+  own_weights();
   params_.copy_(other.params_);
   if (buffers_.numel() > 0) buffers_.copy_(other.buffers_);
+}
+
+void Replica::point_at(const at::Tensor& params, const at::Tensor& momentum) {
+  // set_data changes what these tensors (and every copy of them, such as the
+  // Trainer's and the model's) refer to; autograd keeps each parameter's own
+  // .grad(), a view of grads_.
+  params_.set_data(params);
+  momentum_.set_data(momentum);
+  std::int64_t offset = 0;
+  for (auto& p : parameters_) {
+    p.set_data(params.narrow(0, offset, p.numel()).view(p.sizes()));
+    offset += p.numel();
+  }
+}
+
+void Replica::mirror(Replica& other) {
+  if (mirrored_ == &other) return;
+  if (other.mirrors() || &other == this) throw Error("Replica::mirror: the replica mirrored must hold its own weights");
+  own_weights();
+  point_at(other.params_, other.momentum_);
+  mirrored_ = &other;
+}
+
+void Replica::own_weights() {
+  if (!mirrored_) return;
+  const at::NoGradGuard no_grad;
+  own_params_.copy_(params_);
+  own_momentum_.copy_(momentum_);
+  point_at(own_params_, own_momentum_);
+  mirrored_ = nullptr;
 }
 
 void sgd_step(Replica& r, const SgdSettings& s, double lr) {

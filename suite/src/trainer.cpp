@@ -230,9 +230,9 @@ double Trainer::step() {
   double loss_sum = 0;
   for (double l : last_worker_loss_) loss_sum += l;
   // Identical replicas that apply the same mean gradient stay identical: update
-  // the first and copy its parameters and momentum to the others, which moves
-  // far less memory than W optimiser updates (docs/performance.md). The bits
-  // are the same either way.
+  // the first, whose parameters and momentum the others mirror (Replica::mirror),
+  // which moves far less memory than W optimiser updates or W - 1 copies
+  // (docs/performance.md). The bits are the same either way.
   const bool update_once = synchronous && identical_ && replicas_.size() > 1;
   if (synchronous && c.workers > 1) {
     const auto t0 = Clock::now();
@@ -256,12 +256,10 @@ double Trainer::step() {
   };
   if (update_once) {
     update(0);
-    const bool momentum = sgd_.kind != OptimizerKind::sgd && sgd_.momentum != 0;
-    for_each_local(int(replicas_.size()) - 1, [&](int i) {
-      replicas_[std::size_t(i) + 1]->params().copy_(replicas_[0]->params());
-      if (momentum || mask_.defined()) replicas_[std::size_t(i) + 1]->momentum().copy_(replicas_[0]->momentum());
-    });
+    for (std::size_t i = 1; i < replicas_.size(); ++i) replicas_[i]->mirror(*replicas_[0]);
   } else {
+    // Each replica updates its own weights from here (post-local SGD's first local step).
+    for_each_local(int(replicas_.size()), [&](int i) { replicas_[std::size_t(i)]->own_weights(); });
     for_each_local(int(replicas_.size()), update);
   }
   ++step_;

@@ -184,6 +184,7 @@ void Trainer::restore_checkpoint_unchecked(const std::string& path) {
     if (!differ.empty()) throw DataError(path, "was made on other data files: " + differ);
   }
   const h5::Group workers = root.open_group("workers");
+  for (auto& r : replicas_) r->own_weights();  // each reads its own weights, which need not be equal
   for (std::size_t w = 0; w < replicas_.size(); ++w) {
     const h5::Group g = workers.open_group(std::to_string(comm_.first_local_worker() + int(w)));
     read_tensor(path, g, "params", replicas_[w]->params());

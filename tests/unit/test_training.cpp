@@ -104,7 +104,8 @@ TEST(Training, SynchronousWorkersMatchOneModelOnTheConcatenatedBatch) {
   Trainer t(c, tiny(), data(), comm);
   for (std::int64_t s = 0; s < t.total_steps(); ++s) {
     t.step();
-    for (int w = 1; w < 4; ++w) ASSERT_TRUE(at::equal(t.replica(w).params(), t.replica(0).params())) << "step " << s;
+    // Identical replicas mirror the first (its weights are theirs: equal by construction).
+    for (int w = 1; w < 4; ++w) ASSERT_TRUE(t.replica(w).mirrors()) << "step " << s;
   }
   std::vector<ShardSampler> samplers;
   for (int w = 0; w < 4; ++w) samplers.emplace_back(t.shard_of(w), c.seed, w);
@@ -168,6 +169,52 @@ TEST(Training, PostLocalSgdIsSynchronousUntilTheSwitchEpoch) {
   for (std::int64_t s = 1; s <= t.steps_per_epoch() + 1; ++s) {
     t.step();
     EXPECT_EQ(at::equal(t.replica(0).params(), t.replica(1).params()), s <= t.steps_per_epoch()) << "step " << s;
+    EXPECT_EQ(t.replica(1).mirrors(), s <= t.steps_per_epoch()) << "step " << s;
+  }
+}
+
+TEST(Replica, AMirrorSharesTheWeightsUpdatesAndMomentumButNotTheGradientsUntilItOwnsThemAgain) {
+  torch::manual_seed(3);
+  Replica a(std::make_shared<TinyMlp>()), b(std::make_shared<TinyMlp>());
+  const at::Tensor b_before = b.params().clone();
+  const SgdSettings sgd{OptimizerKind::momentum, 0.9, 0.0};
+  const at::Tensor x = data().train_x.narrow(0, 0, 8), y = data().train_y.narrow(0, 0, 8);
+  auto backward = [&](Replica& r) {
+    r.grads().zero_();
+    at::cross_entropy_loss(r.model().forward(x), y).backward();
+  };
+
+  b.mirror(a);
+  ASSERT_TRUE(b.mirrors());
+  EXPECT_TRUE(at::equal(b.params(), a.params()));
+  backward(a);
+  sgd_step(a, sgd, 0.1);  // a's update is b's
+  EXPECT_TRUE(at::equal(b.params(), a.params()));
+  EXPECT_TRUE(at::equal(b.momentum(), a.momentum()));
+  EXPECT_GT(b.momentum().abs().sum().item<double>(), 0.0);
+  // b's forward runs on a's weights; its backward fills b's gradients only.
+  backward(a);
+  const at::Tensor a_grads = a.grads().clone();
+  backward(b);
+  EXPECT_TRUE(at::equal(a.grads(), a_grads));
+  EXPECT_TRUE(at::equal(b.grads(), a_grads));  // the same weights on the same batch
+  EXPECT_THROW(a.mirror(b), Error);             // a chain of mirrors would leave a's storage behind
+
+  b.own_weights();
+  EXPECT_FALSE(b.mirrors());
+  EXPECT_TRUE(at::equal(b.params(), a.params()));  // the values it mirrored, in its own storage
+  EXPECT_FALSE(at::equal(b.params(), b_before));
+  const at::Tensor b_owned = b.params().clone(), b_momentum = b.momentum().clone();
+  backward(a);
+  sgd_step(a, sgd, 0.1);
+  EXPECT_FALSE(at::equal(a.params(), b_owned));
+  EXPECT_TRUE(at::equal(b.params(), b_owned));
+  EXPECT_TRUE(at::equal(b.momentum(), b_momentum));
+  // Its model's parameters are its own storage again, not a's.
+  for (const auto& p : b.model().parameters()) {
+    const auto* data = static_cast<const char*>(p.data_ptr());
+    const auto* begin = static_cast<const char*>(b.params().data_ptr());
+    EXPECT_TRUE(data >= begin && data < begin + b.params().nbytes());
   }
 }
 

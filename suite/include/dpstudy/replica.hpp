@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "dpstudy/model_factory.hpp"
 #include "dpstudy/run_config.hpp"
@@ -35,9 +36,24 @@ class Replica {
   // Copies parameters and buffers from another replica of the same model.
   void copy_weights_from(Replica& other);
 
+  // Points this replica's parameters and momentum at another's, copying
+  // nothing: while replicas stay identical (a synchronous step applies one mean
+  // gradient) the other's update is then this one's too. Its gradients and
+  // buffers stay its own. `other` must outlive the mirroring and not mirror.
+  void mirror(Replica& other);
+  // Back to its own storage, with the values it mirrored; nothing when it does not mirror.
+  void own_weights();
+  bool mirrors() const { return mirrored_ != nullptr; }
+
  private:
+  // Points the flat parameters and momentum, and every parameter, at `params` and `momentum`.
+  void point_at(const at::Tensor& params, const at::Tensor& momentum);
+
   std::shared_ptr<Model> model_;
   at::Tensor params_, grads_, momentum_, buffers_;
+  std::vector<at::Tensor> parameters_;          // the model's, views of params_
+  at::Tensor own_params_, own_momentum_;        // this replica's storage, also while it mirrors
+  const Replica* mirrored_ = nullptr;
 };
 
 struct SgdSettings {
