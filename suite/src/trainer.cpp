@@ -258,7 +258,9 @@ double Trainer::step() {
     update(0);
     for (std::size_t i = 1; i < replicas_.size(); ++i) replicas_[i]->mirror(*replicas_[0]);
   } else {
-    // Each replica updates its own weights from here (post-local SGD's first local step).
+    // Each replica updates its own weights from here (post-local SGD's first
+    // local step). All take them back before any update: the first one's would
+    // change what the others copy.
     for_each_local(int(replicas_.size()), [&](int i) { replicas_[std::size_t(i)]->own_weights(); });
     for_each_local(int(replicas_.size()), update);
   }
