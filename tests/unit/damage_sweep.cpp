@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
 
 namespace dpstudy::test {
