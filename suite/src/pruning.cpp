@@ -19,8 +19,7 @@ at::Tensor prunable_positions(Replica& replica) {
 at::Tensor snip_scores(Replica& replica, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& targets) {
   at::Tensor scores = at::zeros_like(replica.params());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    replica.grads().zero_();
-    at::cross_entropy_loss(replica.model().forward(inputs[i]), targets[i]).backward();
+    replica.backward(at::cross_entropy_loss(replica.model().forward(inputs[i]), targets[i]));
     scores.add_((replica.grads() * replica.params()).abs_());
   }
   replica.grads().zero_();

@@ -30,11 +30,10 @@ Replica::Replica(std::shared_ptr<Model> model) : model_(std::move(model)) {
   params_ = flatten_into_one(params, options.requires_grad(false));
   grads_ = at::zeros_like(params_);
   momentum_ = at::zeros_like(params_);
+  zero_ = at::zeros({}, params_.options());
   std::int64_t offset = 0;
   for (auto& p : params) {
-    // Gradients accumulate in place into these views (autograd adds into a
-    // defined .grad()), so the flat gradient buffer is always current.
-    p.mutable_grad() = grads_.narrow(0, offset, p.numel()).view(p.sizes());
+    grad_views_.push_back(grads_.narrow(0, offset, p.numel()).view(p.sizes()));
     offset += p.numel();
   }
   std::vector<at::Tensor> floating;
@@ -48,6 +47,26 @@ Replica::Replica(std::shared_ptr<Model> model) : model_(std::move(model)) {
   own_momentum_ = momentum_.view({-1});
 }
 
+void Replica::backward(const at::Tensor& loss) {
+  // Autograd hands each parameter its gradient when its .grad() is undefined,
+  // and adds into it when defined: one copy into grads_ then replaces zeroing
+  // grads_ and an addition (2 passes over the gradients, not 4). The copy adds
+  // +0 so that the bits are those of 0 + g, as when autograd added into zeros:
+  // a -0 reads +0.
+  for (auto& p : parameters_) p.mutable_grad().reset();
+  loss.backward();
+  const at::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    at::Tensor& g = parameters_[i].mutable_grad();
+    if (g.defined()) {
+      at::add_out(grad_views_[i], g, zero_);
+    } else {  // not part of this loss
+      grad_views_[i].zero_();
+    }
+    g.reset();  // its memory back now, not at the next step
+  }
+}
+
 void Replica::copy_weights_from(Replica& other) {
   own_weights();
   params_.copy_(other.params_);
@@ -56,8 +75,7 @@ void Replica::copy_weights_from(Replica& other) {
 
 void Replica::point_at(const at::Tensor& params, const at::Tensor& momentum) {
   // set_data changes what these tensors (and every copy of them, such as the
-  // Trainer's and the model's) refer to; autograd keeps each parameter's own
-  // .grad(), a view of grads_.
+  // Trainer's and the model's) refer to.
   params_.set_data(params);
   momentum_.set_data(momentum);
   std::int64_t offset = 0;

@@ -208,9 +208,8 @@ double Trainer::step() {
       input = &batch_aug_[w];
     }
     Replica& r = *replicas_[w];
-    r.grads().zero_();
     at::Tensor loss = at::cross_entropy_loss(r.model().forward(*input), batch_y_[w]);
-    loss.backward();
+    r.backward(loss);
     losses[w] = loss.detach();
   };
   claim_threads();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "dpstudy/dataset.hpp"
@@ -173,16 +174,32 @@ TEST(Training, PostLocalSgdIsSynchronousUntilTheSwitchEpoch) {
   }
 }
 
+// A model whose gradient is its input: w * x, and a parameter no loss uses.
+struct Scale : Model {
+  Scale() : w(register_parameter("w", torch::ones({3}))), unused(register_parameter("unused", torch::ones({2}))) {}
+  at::Tensor forward(const at::Tensor& x) override { return w * x; }
+  at::Tensor w, unused;
+};
+
+TEST(Replica, BackwardLeavesEachLossGradientAfreshWithTheBitsOfZeroPlusTheGradient) {
+  Replica r(std::make_shared<Scale>());
+  r.grads().fill_(5);
+  r.backward(r.model().forward(torch::tensor({-0.0f, -2.0f, 3.0f})).sum());
+  const at::Tensor expected = torch::tensor({0.0f, -2.0f, 3.0f, 0.0f, 0.0f});
+  EXPECT_TRUE(at::equal(r.grads(), expected)) << r.grads();
+  EXPECT_FALSE(std::signbit(r.grads()[0].item<float>()));  // 0 + -0 is +0: the bits autograd's addition gave
+  r.backward(r.model().forward(torch::tensor({1.0f, 1.0f, 1.0f})).sum());
+  EXPECT_TRUE(at::equal(r.grads(), torch::tensor({1.0f, 1.0f, 1.0f, 0.0f, 0.0f})));  // not added to the last
+  for (const auto& p : r.model().parameters()) EXPECT_FALSE(p.grad().defined());  // no second copy kept
+}
+
 TEST(Replica, AMirrorSharesTheWeightsUpdatesAndMomentumButNotTheGradientsUntilItOwnsThemAgain) {
   torch::manual_seed(3);
   Replica a(std::make_shared<TinyMlp>()), b(std::make_shared<TinyMlp>());
   const at::Tensor b_before = b.params().clone();
   const SgdSettings sgd{OptimizerKind::momentum, 0.9, 0.0};
   const at::Tensor x = data().train_x.narrow(0, 0, 8), y = data().train_y.narrow(0, 0, 8);
-  auto backward = [&](Replica& r) {
-    r.grads().zero_();
-    at::cross_entropy_loss(r.model().forward(x), y).backward();
-  };
+  auto backward = [&](Replica& r) { r.backward(at::cross_entropy_loss(r.model().forward(x), y)); };
 
   b.mirror(a);
   ASSERT_TRUE(b.mirrors());

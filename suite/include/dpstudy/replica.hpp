@@ -28,10 +28,13 @@ class Replica {
 
   Model& model() { return *model_; }
   at::Tensor& params() { return params_; }     // 1-D float, every parameter
-  at::Tensor& grads() { return grads_; }       // same layout: the parameters' .grad()
+  at::Tensor& grads() { return grads_; }       // same layout: the last backward()'s gradient
   at::Tensor& momentum() { return momentum_; }  // same layout
   at::Tensor& buffers() { return buffers_; }   // floating-point buffers; may be empty
   std::int64_t parameter_count() const { return params_.numel(); }
+
+  // The gradient of `loss` (a scalar of this replica's model) into grads().
+  void backward(const at::Tensor& loss);
 
   // Copies parameters and buffers from another replica of the same model.
   void copy_weights_from(Replica& other);
@@ -52,6 +55,8 @@ class Replica {
   std::shared_ptr<Model> model_;
   at::Tensor params_, grads_, momentum_, buffers_;
   std::vector<at::Tensor> parameters_;          // the model's, views of params_
+  std::vector<at::Tensor> grad_views_;          // each parameter's slice of grads_, its shape
+  at::Tensor zero_;                             // 0-dim
   at::Tensor own_params_, own_momentum_;        // this replica's storage, also while it mirrors
   const Replica* mirrored_ = nullptr;
 };
