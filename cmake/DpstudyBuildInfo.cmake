@@ -1,53 +1,40 @@
-# The git commit goes into a generated .cpp (not a header), so that a new commit
-# recompiles one small file instead of every LibTorch translation unit. CMake
-# re-runs when HEAD or the branch it points to moves.
-set(DPSTUDY_GIT_COMMIT "unknown")
-find_package(Git QUIET)
-if(GIT_FOUND AND EXISTS "${PROJECT_SOURCE_DIR}/.git")
-  execute_process(COMMAND "${GIT_EXECUTABLE}" rev-parse HEAD
-    WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}" OUTPUT_VARIABLE _commit
-    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
-  if(_rc EQUAL 0 AND _commit)
-    set(DPSTUDY_GIT_COMMIT "${_commit}")
-  endif()
-  # .git is a folder in a clone but a file in a `git worktree` or a submodule:
-  # git says where HEAD is (--git-dir) and where the branches are (--git-common-dir).
-  set(_git "${PROJECT_SOURCE_DIR}/.git")
-  set(_common "${_git}")
-  execute_process(COMMAND "${GIT_EXECUTABLE}" rev-parse --git-dir --git-common-dir
-    WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}" OUTPUT_VARIABLE _dirs
-    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
-  if(_rc EQUAL 0 AND _dirs MATCHES "^([^\n]+)\n([^\n]+)$")
-    get_filename_component(_git "${CMAKE_MATCH_1}" ABSOLUTE BASE_DIR "${PROJECT_SOURCE_DIR}")
-    get_filename_component(_common "${CMAKE_MATCH_2}" ABSOLUTE BASE_DIR "${PROJECT_SOURCE_DIR}")
-  endif()
-  set(_deps "")
-  if(EXISTS "${_git}/HEAD" AND NOT IS_DIRECTORY "${_git}/HEAD")
-    list(APPEND _deps "${_git}/HEAD")
-    file(READ "${_git}/HEAD" _head)
-    if(_head MATCHES "^ref: ([^\n]+)")  # (CMAKE_MATCH_1 is set only once this if has run)
-      if(EXISTS "${_common}/${CMAKE_MATCH_1}")
-        list(APPEND _deps "${_common}/${CMAKE_MATCH_1}")
-      endif()
-    endif()
-  endif()
-  if(EXISTS "${_common}/packed-refs")
-    list(APPEND _deps "${_common}/packed-refs")
-  endif()
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_deps})
-endif()
-
+# What a build is goes into a generated .cpp (not a header), so that a change
+# recompiles one small file instead of every LibTorch translation unit. The git
+# commit, and whether the checkout has changes not committed, are looked up at
+# every build (the dpstudy_build_info target, cmake/DpstudyGitState.cmake):
+# provenance must not name a commit for code that differs from it.
 set(DPSTUDY_GENERATED_INCLUDE "${PROJECT_BINARY_DIR}/generated/include")
 configure_file("${PROJECT_SOURCE_DIR}/cmake/config.hpp.in"
   "${DPSTUDY_GENERATED_INCLUDE}/dpstudy/config.hpp" @ONLY)
-# build_info.cpp itself is written by dpstudy_write_build_info(), once the
-# workloads are known (their names go into it).
+
+find_package(Git QUIET)
+set(_dpstudy_git "")
+if(GIT_FOUND AND EXISTS "${PROJECT_SOURCE_DIR}/.git")  # a folder in a clone, a file in a worktree or submodule
+  set(_dpstudy_git "${GIT_EXECUTABLE}")
+endif()
+
+# build_info.cpp is written by dpstudy_write_build_info(), once the workloads
+# are known (their names go into it): here the parts known at configure time go
+# into a template of it, and the git state goes in at each build.
 function(dpstudy_write_build_info)
   get_property(names GLOBAL PROPERTY DPSTUDY_WORKLOADS)
   string(REPLACE ";" "\", \"" DPSTUDY_WORKLOAD_NAMES "${names}")
   if(names)
     set(DPSTUDY_WORKLOAD_NAMES "\"${DPSTUDY_WORKLOAD_NAMES}\"")
   endif()
-  configure_file("${PROJECT_SOURCE_DIR}/cmake/build_info.cpp.in"
-    "${PROJECT_BINARY_DIR}/generated/build_info.cpp" @ONLY)
+  # Left as placeholders for the build-time step.
+  set(DPSTUDY_GIT_COMMIT "@DPSTUDY_GIT_COMMIT@")
+  set(DPSTUDY_GIT_CHANGES "@DPSTUDY_GIT_CHANGES@")
+  set(template "${PROJECT_BINARY_DIR}/generated/build_info.cpp.in")
+  set(output "${PROJECT_BINARY_DIR}/generated/build_info.cpp")
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/build_info.cpp.in" "${template}" @ONLY)
+  set(state_args "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}" "-DBINARY_DIR=${PROJECT_BINARY_DIR}" "-DGIT=${_dpstudy_git}"
+      "-DTEMPLATE=${template}" "-DOUTPUT=${output}" -P "${PROJECT_SOURCE_DIR}/cmake/DpstudyGitState.cmake")
+  # Once now, so that the file exists from the start; then at every build.
+  execute_process(COMMAND "${CMAKE_COMMAND}" ${state_args} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "cmake/DpstudyGitState.cmake failed (${rc})")
+  endif()
+  add_custom_target(dpstudy_build_info ALL COMMAND "${CMAKE_COMMAND}" ${state_args}
+    BYPRODUCTS "${output}" COMMENT "dpstudy: the git state" VERBATIM)
 endfunction()

@@ -58,6 +58,7 @@ KeyValues provenance(const Job& job, const TrainingData& data, int processes, co
   const BlasInfo blas = blas_info();
   return {{"dpstudy_version", b.version},
           {"git_commit", b.git_commit},
+          {"git_changes", b.git_changes},
           {"compiler", b.compiler},
           {"build_type", b.build_type},
           {"libtorch", torch_version()},

@@ -117,6 +117,8 @@ class Results(TempFolderTest):
                         "threads", "command_line", "dataset_checksums"):
                 self.assertIn(key, run["provenance"].attrs)
             self.assertIn("sha256=", run["provenance"].attrs["dataset_checksums"])
+            # The checkout's state when built (tests/e2e/build_info_git.sh checks each case).
+            self.assertIn(run["provenance"].attrs["git_changes"], ("none", "uncommitted", "unknown"))
             if "OpenBLAS" in run["provenance"].attrs["blas"]:  # its version and the kernels this CPU got
                 self.assertRegex(run["provenance"].attrs["blas_build"], r"^OpenBLAS \d+\.\d+\.\d+ .*[A-Za-z]")
             self.assertEqual(run["summary"].attrs["status"], "completed")

@@ -44,7 +44,7 @@ $DPSTUDY_DATA_DIR, the project's datasets/data, <prefix>/share/dpstudy/data,
 void print_header() {
   const BuildInfo b = build_info();
   const BlasInfo blas = blas_info();
-  std::printf("# dpstudy %s (commit %.12s, %s, %s)\n", b.version.c_str(), b.git_commit.c_str(),
+  std::printf("# dpstudy %s (commit %s, %s, %s)\n", b.version.c_str(), commit_line(b).c_str(),
               b.build_type.c_str(), b.compiler.c_str());
   std::printf("# LibTorch %s, %s, intra-op threads %d\n", torch_version().c_str(),
               mpi_library_version().c_str(), at::get_num_threads());

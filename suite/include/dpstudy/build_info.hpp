@@ -10,6 +10,7 @@ namespace dpstudy {
 struct BuildInfo {
   std::string version;
   std::string git_commit;   // "unknown" when built outside a git checkout
+  std::string git_changes;  // "none", "uncommitted" (files changed or added since that commit), or "unknown"
   std::string build_type;
   std::string compiler;
   bool with_mpi = false;
@@ -20,5 +21,10 @@ struct BuildInfo {
 };
 
 BuildInfo build_info();
+
+// The commit's first 12 digits, and "with uncommitted changes" when there were.
+inline std::string commit_line(const BuildInfo& b) {
+  return b.git_commit.substr(0, 12) + (b.git_changes == "uncommitted" ? " with uncommitted changes" : "");
+}
 
 }  // namespace dpstudy
