@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "dpstudy/build_info.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/runtime_info.hpp"
@@ -133,6 +134,7 @@ void StudyJob::look() {
     double rate_sum = 0;
     std::vector<std::string> on_other_files;  // complete runs trained on other files: "file: differences"
     std::map<std::string, std::size_t> other_stacks;  // complete runs made with another LibTorch or BLAS
+    std::map<std::string, std::size_t> other_builds;  // ... or another build of dpstudy
     for (std::size_t i = 0; i < plan_.size(); ++i) {
       const std::string file = (runs_dir_ / (plan_[i].id + ".h5")).string();
       state_[i] = std::int64_t(inspect_run_file(file, &why_[i]));
@@ -144,6 +146,7 @@ void StudyJob::look() {
           on_other_files.push_back(std::move(differ));
         }
         if (std::string stack = other_stack(f); !stack.empty()) ++other_stacks[stack];
+        if (std::string build = other_build(f); !build.empty()) ++other_builds[build];
       }
       if (state_[i] != std::int64_t(RunFileState::missing)) planned_stamp_[i] = stamp(plan_[i].id);
       if (const auto rest = to_run(i) ? cost_left(i) : std::nullopt) {
@@ -153,16 +156,25 @@ void StudyJob::look() {
     }
     if (complete_ > 0) measured_rate_ = rate_sum / double(complete_);
     // Not refused: such runs answer the same question, but their bits are another stack's.
-    if (!other_stacks.empty()) {
+    // "# warning: N of the M complete runs were made with WHAT (the most common, ...) than this process's ("
+    const auto tally = [this](const std::map<std::string, std::size_t>& by, const char* what) {
       std::size_t n = 0;
-      for (const auto& kv : other_stacks) n += kv.second;
-      const auto most = std::max_element(other_stacks.begin(), other_stacks.end(),
+      for (const auto& kv : by) n += kv.second;
+      const auto most = std::max_element(by.begin(), by.end(),
                                          [](const auto& a, const auto& b) { return a.second < b.second; });
-      stack_note_ = "# warning: " + std::to_string(n) + " of the " + std::to_string(complete_) +
-                    " complete runs were made with another LibTorch or BLAS build (" + most->first +
-                    (other_stacks.size() > 1 ? ", and others" : "") + ") than this process's (" + software_stack() +
+      return "# warning: " + std::to_string(n) + " of the " + std::to_string(complete_) + " complete runs were made " +
+             what + " (" + most->first + (by.size() > 1 ? ", and others" : "") + ") than this process's (";
+    };
+    if (!other_stacks.empty()) {
+      stack_note_ = tally(other_stacks, "with another LibTorch or BLAS build") + software_stack() +
                     "): runs trained now will not reproduce theirs bit for bit, and the study pools both "
                     "(docs/studies.md#reproducing-a-run)";
+    }
+    if (!other_builds.empty()) {
+      const BuildInfo b = build_info();
+      build_note_ = tally(other_builds, "by another build of dpstudy") + "dpstudy " + b.version + ", commit " +
+                    commit_line(b) + "): if the code that trains changed, runs trained now differ from theirs, and the "
+                    "study pools both (docs/studies.md#reproducing-a-run)";
     }
     // The runs trained now would be pooled with these in the study's results.
     if (!on_other_files.empty() && !g_.force) {
@@ -195,6 +207,25 @@ std::string StudyJob::other_stack(const h5::File& f) const {
   // Files from before blas_build was recorded are judged by LibTorch alone.
   const bool differ = (torch != "-" && torch != torch_here) || (blas != "-" && blas_here != "-" && blas != blas_here);
   return differ ? "LibTorch " + torch + (blas == "-" ? "" : ", " + blas) : "";
+}
+
+std::string StudyJob::other_build(const h5::File& f) const {
+  const h5::Group prov = f.root().open_group("provenance");
+  const auto item = [&prov](const char* key) { return prov.has_attr(key) ? prov.get_string(key) : std::string("-"); };
+  static const BuildInfo here = build_info();
+  // Compared only where both tell: "-" is a file from before git_changes, "unknown" a build outside git.
+  const auto differ = [](const std::string& there, const std::string& mine) {
+    return there != "-" && there != "unknown" && mine != "unknown" && there != mine;
+  };
+  BuildInfo there;
+  there.version = item("dpstudy_version");
+  there.git_commit = item("git_commit");
+  there.git_changes = item("git_changes");
+  if (!differ(there.version, here.version) && !differ(there.git_commit, here.git_commit) &&
+      !differ(there.git_changes, here.git_changes)) {
+    return "";
+  }
+  return "dpstudy " + there.version + ", commit " + commit_line(there);
 }
 
 // What run i has left to compute after the step of its complete set of
@@ -263,6 +294,7 @@ DryRun StudyJob::dry_run() const {
   d.processes = planned_processes();
   d.data_notes = job_.data_notes;
   if (!stack_note_.empty()) d.data_notes.push_back(stack_note_);
+  if (!build_note_.empty()) d.data_notes.push_back(build_note_);
   if (!places_note_.empty()) d.data_notes.push_back(places_note_);
   d.resumable = resumable_;
   d.procs = procs_;
@@ -299,6 +331,7 @@ void StudyJob::prepare_folder() {
     for (const auto& note : job_.plan.notes) out_.line(note, 0);
     for (const auto& note : job_.data_notes) out_.line(note);  // information: not under --quiet
     if (!stack_note_.empty()) out_.line(stack_note_, 0);
+    if (!build_note_.empty()) out_.line(build_note_, 0);
     if (!places_note_.empty()) out_.line(places_note_, 0);
     if (!g_.quiet) print_header(job_.prog, g_.parallel);
   }

@@ -65,6 +65,9 @@ class StudyJob {
   // "LibTorch 1.13.0, OpenBLAS 0.3.21 ... Cooperlake ..." when the complete run file `f` was
   // made with another LibTorch or BLAS build than this process's; "" when the same or unknown.
   std::string other_stack(const h5::File& f) const;
+  // The dpstudy build (version, commit, uncommitted changes) a run file names,
+  // when it is not this one's as far as both tell; "" otherwise.
+  std::string other_build(const h5::File& f) const;
   std::optional<std::int64_t> cost_left(std::size_t i) const;
   void make_schedule();
   int planned_processes() const;
@@ -107,6 +110,7 @@ class StudyJob {
   std::string other_data_seen_;
   // "# warning: ..." when complete runs came from another LibTorch or BLAS (lead process).
   std::string stack_note_;
+  std::string build_note_;  // the same for another build of dpstudy
   std::vector<std::string> hosts_, blas_builds_;  // by world rank
   std::string places_note_;  // "# warning: ..." when the job's processes call different BLAS builds
   std::set<std::size_t> passed_;  // schedule positions found not finished, and not taken by this process

@@ -424,6 +424,34 @@ class Results(TempFolderTest):
                          r.stdout + r.stderr)
         self.assertRegex(r.stdout, warning)
 
+    def test_a_study_resumed_with_another_build_of_dpstudy_is_warned_of(self):
+        # Edited code (committed or not) or another version may train otherwise: the
+        # finished runs' provenance names the build, compared where both tell.
+        out = os.path.join(self.tmp, "other-build")
+        self.assertEqual(self.run_study("--workers", "1,2,4", "--quiet", output=out).returncode, 0)
+        runs = sorted(glob.glob(os.path.join(out, "mlp-mnist", "runs", "*.h5")))
+        edits = [{"dpstudy_version": "0.0.9"}, {"git_changes": "-"}]  # "-": a file from before git_changes
+        with h5py.File(runs[0], "r") as f:
+            prov = f["provenance"].attrs
+            version, commit, changes = prov["dpstudy_version"], prov["git_commit"], prov["git_changes"]
+        if commit != "unknown":  # this build was made in a git checkout
+            edits.append({"git_commit": "0123456789abcdef", "git_changes": "uncommitted"})
+        for run, edit in zip(runs, edits):
+            with h5py.File(run, "r+") as f:
+                for key, value in edit.items():
+                    if value == "-":
+                        del f["provenance"].attrs[key]
+                    else:
+                        f["provenance"].attrs[key] = value
+                del f["provenance"].attrs["text_crc32"]  # edited texts: their checksum goes (else: a damaged file)
+        r = self.run_study("--workers", "1,2,4,8", "--dry_run", output=out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        this = commit[:12] + (" with uncommitted changes" if changes == "uncommitted" else "")
+        told, others = (2, ", and others") if len(edits) == 3 else (1, "")  # not the file that lacks git_changes
+        self.assertIn(f"# warning: {told} of the 3 complete runs were made by another build of dpstudy (dpstudy "
+                      f"0.0.9, commit {this}{others}) than this process's (dpstudy {version}, commit {this}): if the "
+                      "code that trains changed, runs trained now differ from theirs", r.stdout)
+
     def test_jobs_sharing_a_study_on_other_copies_of_the_data_are_told(self):
         # Two jobs started at once on one study, each with its own copy (node-local
         # scratch): a job refuses the study if the other's runs are complete when it
