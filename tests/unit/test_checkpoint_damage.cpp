@@ -9,7 +9,6 @@
 
 #include "damage_sweep.hpp"
 #include "dpstudy/dataset.hpp"
-#include "dpstudy/error.hpp"
 #include "dpstudy/fixtures.hpp"
 #include "dpstudy/trainer.hpp"
 #include "test_support.hpp"
