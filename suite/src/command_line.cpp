@@ -244,7 +244,8 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
     if (!print) return std::nullopt;
     const BuildInfo b = build_info();
     std::printf("%s dpstudy %s commit %s changes %s libtorch %s mpi %s cuda %s\n", prog.c_str(), b.version.c_str(),
-                b.git_commit.c_str(), b.git_changes.c_str(), torch_version().c_str(), b.with_mpi ? "on" : "off", b.with_cuda ? "on" : "off");
+                b.git_commit.c_str(), b.git_changes.c_str(), torch_version().c_str(), b.with_mpi ? "on" : "off",
+                b.with_cuda ? "on" : "off");
     return std::nullopt;
   }
   if (vm.count("help")) {

@@ -160,8 +160,8 @@ void StudyJob::look() {
     const auto tally = [this](const std::map<std::string, std::size_t>& by, const char* what) {
       std::size_t n = 0;
       for (const auto& kv : by) n += kv.second;
-      const auto most = std::max_element(by.begin(), by.end(),
-                                         [](const auto& a, const auto& b) { return a.second < b.second; });
+      const auto most =
+          std::max_element(by.begin(), by.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
       return "# warning: " + std::to_string(n) + " of the " + std::to_string(complete_) + " complete runs were made " +
              what + " (" + most->first + (by.size() > 1 ? ", and others" : "") + ") than this process's (";
     };
@@ -173,7 +173,8 @@ void StudyJob::look() {
     if (!other_builds.empty()) {
       const BuildInfo b = build_info();
       build_note_ = tally(other_builds, "by another build of dpstudy") + "dpstudy " + b.version + ", commit " +
-                    commit_line(b) + "): if the code that trains changed, runs trained now differ from theirs, and the "
+                    commit_line(b) +
+                    "): if the code that trains changed, runs trained now differ from theirs, and the "
                     "study pools both (docs/studies.md#reproducing-a-run)";
     }
     // The runs trained now would be pooled with these in the study's results.

@@ -49,8 +49,8 @@ RunComm::RunComm(const std::vector<int>& ranks, int workers, int tag) {
 void print_header(const std::string& prog, const std::string& parallel) {
   const BuildInfo b = build_info();
   const BlasInfo blas = blas_info();
-  std::printf("# %s, dpstudy %s (commit %s), LibTorch %s\n", prog.c_str(), b.version.c_str(),
-              commit_line(b).c_str(), torch_version().c_str());
+  std::printf("# %s, dpstudy %s (commit %s), LibTorch %s\n", prog.c_str(), b.version.c_str(), commit_line(b).c_str(),
+              torch_version().c_str());
   std::printf("# BLAS: %s, %s (%s); intra-op threads %d; parallel %s; deterministic algorithms %s\n",
               blas.kind.c_str(), blas.library.c_str(), blas.build.c_str(), at::get_num_threads(), parallel.c_str(),
               at::globalContext().deterministicAlgorithms() ? "on" : "off");
