@@ -8,9 +8,10 @@
 #include <map>
 #include <set>
 
+#include "dpstudy/build_info.hpp"
 #include "dpstudy/error.hpp"
-#include "dpstudy/results.hpp"
 #include "dpstudy/file_io.hpp"
+#include "dpstudy/results.hpp"
 
 namespace fs = std::filesystem;
 
@@ -192,6 +193,15 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
         // What decides the bits besides the config (docs/studies.md#reproducing-a-run).
         for (const char* key : {"libtorch", "blas_build"}) {
           if (provenance.has_attr(key)) e.cells.push_back(Cell{key, 's', 0, 0, provenance.get_string(key)});
+        }
+        // And the code: its version and commit, with uncommitted changes or not (files from
+        // before git_changes say none).
+        if (provenance.has_attr("dpstudy_version") && provenance.has_attr("git_commit")) {
+          BuildInfo b;
+          b.version = provenance.get_string("dpstudy_version");
+          b.git_commit = provenance.get_string("git_commit");
+          if (provenance.has_attr("git_changes")) b.git_changes = provenance.get_string("git_changes");
+          e.cells.push_back(Cell{"dpstudy_build", 's', 0, 0, b.version + " " + commit_line(b)});
         }
         e.id = root.get_string("run_id");
       } catch (const Error& err) {

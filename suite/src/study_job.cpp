@@ -172,8 +172,7 @@ void StudyJob::look() {
     }
     if (!other_builds.empty()) {
       const BuildInfo b = build_info();
-      build_note_ = tally(other_builds, "by another build of dpstudy") + "dpstudy " + b.version + ", commit " +
-                    commit_line(b) +
+      build_note_ = tally(other_builds, "by another build of dpstudy") + build_line(b) +
                     "): if the code that trains changed, runs trained now differ from theirs, and the "
                     "study pools both (docs/studies.md#reproducing-a-run)";
     }
@@ -226,7 +225,7 @@ std::string StudyJob::other_build(const h5::File& f) const {
       !differ(there.git_changes, here.git_changes)) {
     return "";
   }
-  return "dpstudy " + there.version + ", commit " + commit_line(there);
+  return build_line(there);
 }
 
 // What run i has left to compute after the step of its complete set of

@@ -596,6 +596,25 @@ class Analyze(TempFolderTest):
             del f["provenance"].attrs["blas_build"]
         subprocess.run(rerun, check=True, stdout=subprocess.DEVNULL)
         self.assertNotIn("warning", self.analyze("summary", folder, "--by", "sync_period"))
+        # A run of another build of dpstudy (edited code, say): the index's dpstudy_build.
+        with h5py.File(runs[1], "r+") as f:
+            f["provenance"].attrs["git_commit"] = "0123456789abcdef"
+            f["provenance"].attrs["git_changes"] = "uncommitted"
+            del f["provenance"].attrs["text_crc32"]
+        subprocess.run(rerun, check=True, stdout=subprocess.DEVNULL)
+        with h5py.File(os.path.join(folder, "index.h5"), "r") as f:
+            builds = [v.decode() for v in f["index/dpstudy_build"][()]]
+        self.assertEqual(len(set(builds)), 2)
+        edited = [b for b in builds if "0123456789ab" in b]
+        self.assertEqual(len(edited), 1)
+        self.assertRegex(edited[0], r"^[0-9.]+ 0123456789ab with uncommitted changes$")
+        # (3 with runs[0]'s, whose BLAS build is not recorded)
+        warning = (r"warning: the runs read were made with 3 builds of LibTorch, the BLAS or dpstudy \(.*, dpstudy "
+                   r"[0-9.]+ 0123456789ab with uncommitted changes: 1 run\(s\).*\): a group that mixes them pools runs "
+                   r"that do not reproduce each other bit for bit \(nor train alike, if the code that trains changed\)"
+                   r".*--factor dpstudy_build")
+        self.assertRegex(self.analyze("summary", folder, "--by", "sync_period"), warning)
+        self.assertNotIn("warning", self.analyze("summary", folder, "--by", "dpstudy_build"))
 
     def test_series_metric_curves_power_and_steps(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",

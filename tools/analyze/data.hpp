@@ -39,14 +39,14 @@ Runs load_studies(const std::vector<std::string>& dirs);
 // None when the output is grouped by data_digest (one of `grouped_by`).
 void warn_of_data_digests(Runs& r, const std::vector<std::string>& grouped_by);
 // Adds a warning when a group of the output (the runs kept with one value of each of
-// `grouped_by`) mixes runs of more than one LibTorch or BLAS build (the index's libtorch
-// and blas_build): samples of one question, not of one set of bits.
+// `grouped_by`) mixes runs of more than one LibTorch, BLAS or dpstudy build (the index's
+// libtorch, blas_build and dpstudy_build): samples of one question, not of one set of bits.
 void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by);
 // Adds a warning when a group of the output holds one run (one run id) from several folders
 // read: a study copied, or made on two machines, read as one, where each copy would count as
 // a sample of its own. None when the groups keep the folders apart (study_dir in `grouped_by`).
 void warn_of_copies(Runs& r, const std::vector<std::string>& grouped_by);
-// "libtorch" and "blas_build" where they take several values among the runs.
+// "libtorch", "blas_build" and "dpstudy_build" where they take several values among the runs.
 std::vector<std::string> varying_stack_keys(const Runs& r);
 
 // Keeps the runs matching every "key=value" (numbers compare as numbers).

@@ -294,7 +294,7 @@ void warn_of_copies(Runs& r, const std::vector<std::string>& grouped_by) {
 
 std::vector<std::string> varying_stack_keys(const Runs& r) {
   std::vector<std::string> out;
-  for (const char* key : {"libtorch", "blas_build"}) {
+  for (const char* key : {"libtorch", "blas_build", "dpstudy_build"}) {
     std::set<std::string> values;  // those recorded: files older than a column have none, not another
     for (const Run& run : r.runs) {
       if (const auto v = run.text(key); v && !v->empty()) values.insert(*v);
@@ -307,12 +307,14 @@ std::vector<std::string> varying_stack_keys(const Runs& r) {
 void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
   const std::vector<std::string> varying = varying_stack_keys(r);
   if (varying.empty()) return;
-  std::map<std::string, int> stacks;  // "LibTorch V, BLAS B" -> runs
+  const bool code = std::find(varying.begin(), varying.end(), "dpstudy_build") != varying.end();
+  std::map<std::string, int> stacks;  // "LibTorch V, BLAS B[, dpstudy build]" -> runs
   // A group's values of grouped_by and a varying key -> that key's recorded values in the group.
   std::map<std::pair<std::vector<std::string>, std::string>, std::set<std::string>> mixed;
   for (const Run& run : r.runs) {
     const auto named = [](const std::optional<std::string>& v) { return v && !v->empty() ? *v : "not recorded"; };
-    ++stacks["LibTorch " + named(run.text("libtorch")) + ", " + named(run.text("blas_build"))];
+    ++stacks["LibTorch " + named(run.text("libtorch")) + ", " + named(run.text("blas_build")) +
+             (code ? ", dpstudy " + named(run.text("dpstudy_build")) : "")];
     std::vector<std::string> group;
     for (const std::string& k : grouped_by) group.push_back(k.empty() ? "" : run.text(k).value_or(""));
     for (const std::string& key : varying) {
@@ -326,9 +328,11 @@ void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
     list += (list.empty() ? "" : "; ") + stack + ": " + std::to_string(n) + " run(s)";
   }
   const std::string& key = varying.front();
-  r.warnings.push_back("the runs read were made with " + std::to_string(stacks.size()) + " LibTorch or BLAS builds (" +
-                       list + "): a group that mixes them pools runs that do not reproduce each other bit for bit "
-                       "(docs/studies.md#reproducing-a-run). Compare by it (--factor " + key + ", --by " + key +
+  r.warnings.push_back("the runs read were made with " + std::to_string(stacks.size()) +
+                       (code ? " builds of LibTorch, the BLAS or dpstudy (" : " LibTorch or BLAS builds (") + list +
+                       "): a group that mixes them pools runs that do not reproduce each other bit for bit" +
+                       (code ? " (nor train alike, if the code that trains changed)" : "") +
+                       " (docs/studies.md#reproducing-a-run). Compare by it (--factor " + key + ", --by " + key +
                        ") or keep one (--where " + key + "=...)");
 }
 

@@ -26,5 +26,7 @@ BuildInfo build_info();
 inline std::string commit_line(const BuildInfo& b) {
   return b.git_commit.substr(0, 12) + (b.git_changes == "uncommitted" ? " with uncommitted changes" : "");
 }
+// "dpstudy 0.1.0, commit a1e837d1bbcc[ with uncommitted changes]".
+inline std::string build_line(const BuildInfo& b) { return "dpstudy " + b.version + ", commit " + commit_line(b); }
 
 }  // namespace dpstudy
