@@ -195,7 +195,7 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
           if (provenance.has_attr(key)) e.cells.push_back(Cell{key, 's', 0, 0, provenance.get_string(key)});
         }
         // And the code: its version and commit, with uncommitted changes or not (files from
-        // before git_changes say none).
+        // before git_changes name the commit alone, as a clean build's would).
         if (provenance.has_attr("dpstudy_version") && provenance.has_attr("git_commit")) {
           BuildInfo b;
           b.version = provenance.get_string("dpstudy_version");
