@@ -308,13 +308,16 @@ void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
   const std::vector<std::string> varying = varying_stack_keys(r);
   if (varying.empty()) return;
   const bool code = std::find(varying.begin(), varying.end(), "dpstudy_build") != varying.end();
-  std::map<std::string, int> stacks;  // "LibTorch V, BLAS B[, dpstudy build]" -> runs
+  // (LibTorch, BLAS build[, dpstudy build]) -> runs; "" where a file does not record it.
+  std::map<std::vector<std::string>, int> stacks;
   // A group's values of grouped_by and a varying key -> that key's recorded values in the group.
   std::map<std::pair<std::vector<std::string>, std::string>, std::set<std::string>> mixed;
   for (const Run& run : r.runs) {
-    const auto named = [](const std::optional<std::string>& v) { return v && !v->empty() ? *v : "not recorded"; };
-    ++stacks["LibTorch " + named(run.text("libtorch")) + ", " + named(run.text("blas_build")) +
-             (code ? ", dpstudy " + named(run.text("dpstudy_build")) : "")];
+    std::vector<std::string> stack;
+    for (const char* key : {"libtorch", "blas_build", "dpstudy_build"}) {
+      if (code || std::string(key) != "dpstudy_build") stack.push_back(run.text(key).value_or(""));
+    }
+    ++stacks[stack];
     std::vector<std::string> group;
     for (const std::string& k : grouped_by) group.push_back(k.empty() ? "" : run.text(k).value_or(""));
     for (const std::string& key : varying) {
@@ -323,12 +326,36 @@ void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
   }
   // Two folders of two machines compared by study_dir, say, mix nothing.
   if (std::none_of(mixed.begin(), mixed.end(), [](const auto& g) { return g.second.size() > 1; })) return;
+  // A file older than a column is counted as another build only where what it does
+  // record matches no build of the files that record it all.
+  const auto complete = [](const std::vector<std::string>& s) {
+    return std::none_of(s.begin(), s.end(), [](const std::string& v) { return v.empty(); });
+  };
+  const auto may_be = [](const std::vector<std::string>& partial, const std::vector<std::string>& full) {
+    for (std::size_t i = 0; i < partial.size(); ++i) {
+      if (!partial[i].empty() && partial[i] != full[i]) return false;
+    }
+    return true;
+  };
+  std::size_t builds = 0;
+  bool folded = false;
   std::string list;
   for (const auto& [stack, n] : stacks) {
-    list += (list.empty() ? "" : "; ") + stack + ": " + std::to_string(n) + " run(s)";
+    const bool known = complete(stack) || std::none_of(stacks.begin(), stacks.end(), [&](const auto& other) {
+                         return complete(other.first) && may_be(stack, other.first);
+                       });
+    builds += known;
+    folded = folded || !known;
+    std::string name;
+    for (std::size_t i = 0; i < stack.size(); ++i) {
+      const std::string value = stack[i].empty() ? "not recorded" : stack[i];
+      name += i == 0 ? "LibTorch " + value : i == 1 ? ", " + value : ", dpstudy " + value;
+    }
+    list += (list.empty() ? "" : "; ") + name + ": " + std::to_string(n) + " run(s)";
   }
+  if (folded) list += "; the runs whose files do not record it all counted with a build they may be";
   const std::string& key = varying.front();
-  r.warnings.push_back("the runs read were made with " + std::to_string(stacks.size()) +
+  r.warnings.push_back("the runs read were made with " + std::to_string(builds) +
                        (code ? " builds of LibTorch, the BLAS or dpstudy (" : " LibTorch or BLAS builds (") + list +
                        "): a group that mixes them pools runs that do not reproduce each other bit for bit" +
                        (code ? " (nor train alike, if the code that trains changed)" : "") +
