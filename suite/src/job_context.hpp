@@ -104,6 +104,7 @@ struct Job {
   std::map<std::string, TrainingData>& data;  // by dataset name; absent in a dry run without the files
   std::vector<std::string> data_notes;        // "# ..." lines: datasets not here (costs assumed), files verified
   at::Device device;
+  std::string gpu;  // this process's GPU as provenance names it (gpu_identity); "none" on the CPU
   Execution execution;
   std::string prog, workload;
   int argc;
@@ -111,8 +112,8 @@ struct Job {
   std::string& current_run;  // the run an error is reported against ("-": none)
 };
 
-// The job's first lines: version, BLAS, threads.
-void print_header(const std::string& prog, const std::string& parallel);
+// The job's first lines: version, BLAS, threads, the GPU.
+void print_header(const Job& job);
 
 // A study under <output>/<name>/ (or its dry run); the exit status.
 int run_study(Job& job);

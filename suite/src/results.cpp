@@ -298,7 +298,7 @@ void read_index_values(const h5::Group& root) {
   read_attributes(root.open_group("summary"));
   const h5::Group provenance = root.open_group("provenance");
   for (const char* key :
-       {"dataset_checksums", "libtorch", "blas_build", "dpstudy_version", "git_commit", "git_changes"}) {
+       {"dataset_checksums", "libtorch", "blas_build", "gpu", "dpstudy_version", "git_commit", "git_changes"}) {
     if (provenance.has_attr(key)) provenance.get_string(key);
   }
 }

@@ -48,7 +48,45 @@ std::string blas_build(const char* library) {
   return text.empty() ? "-" : text;
 }
 
+// "13.0" from the CUDA API's 13000 (major * 1000 + minor * 10).
+std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
 }  // namespace
+
+std::string cuda_driver_device(int ordinal, const char* library) {
+  const std::string unknown = "device " + std::to_string(ordinal) + ", not described: ";
+  void* handle = dlopen(library, RTLD_LAZY | RTLD_LOCAL);
+  if (!handle) return unknown + library + " could not be loaded";
+  // The driver API's C signatures (cuda.h), stable since CUDA 2: CUresult and
+  // CUdevice are int, the attribute an enum of int's size.
+  using Init = int (*)(unsigned);
+  using Version = int (*)(int*);
+  using Get = int (*)(int*, int);
+  using Name = int (*)(char*, int, int);
+  using Attribute = int (*)(int*, int, int);
+  const auto init = reinterpret_cast<Init>(dlsym(handle, "cuInit"));
+  const auto version = reinterpret_cast<Version>(dlsym(handle, "cuDriverGetVersion"));
+  const auto get = reinterpret_cast<Get>(dlsym(handle, "cuDeviceGet"));
+  const auto name = reinterpret_cast<Name>(dlsym(handle, "cuDeviceGetName"));
+  const auto attribute = reinterpret_cast<Attribute>(dlsym(handle, "cuDeviceGetAttribute"));
+  if (!init || !version || !get || !name || !attribute) {
+    dlclose(handle);
+    return unknown + library + " lacks the driver API";
+  }
+  // Left loaded once initialised: the CUDA runtime uses the same driver, and
+  // unloading an initialised driver is not something it expects.
+  int status = -1, device = 0, major = 0, minor = 0, driver = 0;
+  char text[256] = {};
+  if ((status = init(0)) != 0 || (status = get(&device, ordinal)) != 0 ||
+      (status = name(text, int(sizeof text) - 1, device)) != 0 ||
+      (status = attribute(&major, 75, device)) != 0 ||  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+      (status = attribute(&minor, 76, device)) != 0 ||  // ..._MINOR
+      (status = version(&driver)) != 0) {
+    return unknown + "the driver answered error " + std::to_string(status);
+  }
+  return std::string(text) + ", compute " + std::to_string(major) + "." + std::to_string(minor) + ", driver " +
+         cuda_version_text(driver);
+}
 
 BlasInfo blas_info() {
   // Ask the dynamic linker which library provides sgemm_, the routine LibTorch's

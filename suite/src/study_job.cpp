@@ -75,27 +75,36 @@ std::int64_t StudyJob::stamp(const std::string& id) const {
 }
 
 void StudyJob::gather_places() {
-  const std::string mine = (session_.active() ? session_.host() : host_name()) + '\t' + blas_info().build;
+  const std::string mine =
+      (session_.active() ? session_.host() : host_name()) + '\t' + blas_info().build + '\t' + job_.gpu;
   for (const std::string& t : session_.all_gather(mine)) {
-    const auto tab = t.find('\t');
+    const auto tab = t.find('\t'), tab2 = t.find('\t', tab + 1);
     hosts_.push_back(t.substr(0, tab));
-    blas_builds_.push_back(t.substr(tab + 1));
+    blas_builds_.push_back(t.substr(tab + 1, tab2 - tab - 1));
+    gpus_.push_back(t.substr(tab2 + 1));
   }
-  std::map<std::string, std::vector<int>> by_build;
-  for (std::size_t r = 0; r < blas_builds_.size(); ++r) by_build[blas_builds_[r]].push_back(int(r));
-  if (by_build.size() < 2) return;
-  // OpenBLAS picks its kernels by CPU: nodes of two kinds compute a product with other bits.
-  std::string list;
-  for (const auto& [build, ranks] : by_build) {
-    std::string r;
-    for (std::size_t i = 0; i < ranks.size() && i < 4; ++i) r += (i ? ", " : "") + std::to_string(ranks[i]);
-    if (ranks.size() > 4) r += ", ... (" + std::to_string(ranks.size()) + " processes)";
-    list += (list.empty() ? "" : "; ") + std::string(ranks.size() > 1 ? "ranks " : "rank ") + r + " on " +
-            hosts_of(ranks) + ": " + build;
-  }
-  places_note_ = "# warning: the job's processes call " + std::to_string(by_build.size()) + " BLAS builds (" + list +
-                 "): a run on processes of two builds does not give the bits of one process, and a run's bits "
-                 "depend on where it is placed (docs/mpi.md)";
+  // OpenBLAS picks its kernels by CPU, LibTorch's CUDA libraries theirs by GPU: nodes of
+  // two kinds compute a product with other bits.
+  const auto warn_if_mixed = [this](const std::vector<std::string>& by_rank, const std::string& verb,
+                                    const std::string& what, const std::string& two) {
+    std::map<std::string, std::vector<int>> by_value;
+    for (std::size_t r = 0; r < by_rank.size(); ++r) by_value[by_rank[r]].push_back(int(r));
+    if (by_value.size() < 2) return;
+    std::string list;
+    for (const auto& [value, ranks] : by_value) {
+      std::string r;
+      for (std::size_t i = 0; i < ranks.size() && i < 4; ++i) r += (i ? ", " : "") + std::to_string(ranks[i]);
+      if (ranks.size() > 4) r += ", ... (" + std::to_string(ranks.size()) + " processes)";
+      list += (list.empty() ? "" : "; ") + std::string(ranks.size() > 1 ? "ranks " : "rank ") + r + " on " +
+              hosts_of(ranks) + ": " + value;
+    }
+    places_note_ += std::string(places_note_.empty() ? "" : "\n") + "# warning: the job's processes " + verb + " " +
+                    std::to_string(by_value.size()) + " " + what + " (" + list + "): a run on processes of " + two +
+                    " does not give the bits of one process, and a run's bits "
+                    "depend on where it is placed (docs/mpi.md)";
+  };
+  warn_if_mixed(blas_builds_, "call", "BLAS builds", "two builds");
+  warn_if_mixed(gpus_, "run on", "kinds of GPU", "two kinds");  // "none" for a process on the CPU
 }
 
 namespace {
@@ -118,6 +127,8 @@ std::string StudyJob::hosts_of(const std::vector<int>& ranks) const { return dis
 std::string StudyJob::blas_build_of(const std::vector<int>& ranks) const {
   return distinct_at(blas_builds_, ranks, " | ");
 }
+
+std::string StudyJob::gpu_of(const std::vector<int>& ranks) const { return distinct_at(gpus_, ranks, " | "); }
 
 // Rank 0 looks at what is there, once per run file that exists (no stat per
 // run per process on a parallel file system), and what the runs with
@@ -166,7 +177,12 @@ void StudyJob::look() {
              what + " (" + most->first + (by.size() > 1 ? ", and others" : "") + ") than this process's (";
     };
     if (!other_stacks.empty()) {
-      stack_note_ = tally(other_stacks, "with another LibTorch or BLAS build") + software_stack() +
+      const bool gpus = job_.gpu != "none" || std::any_of(other_stacks.begin(), other_stacks.end(), [](const auto& s) {
+                          return s.first.find(", GPU ") != std::string::npos;
+                        });
+      stack_note_ = tally(other_stacks, gpus ? "with another LibTorch or BLAS build or on another GPU"
+                                             : "with another LibTorch or BLAS build") +
+                    software_stack() + (job_.gpu == "none" ? "" : ", GPU " + job_.gpu) +
                     "): runs trained now will not reproduce theirs bit for bit, and the study pools both "
                     "(docs/studies.md#reproducing-a-run)";
     }
@@ -202,11 +218,18 @@ std::string StudyJob::other_data(const PlannedRun& run, const std::string& file,
 std::string StudyJob::other_stack(const h5::File& f) const {
   const h5::Group prov = f.root().open_group("provenance");
   const auto item = [&prov](const char* key) { return prov.has_attr(key) ? prov.get_string(key) : std::string("-"); };
-  const std::string torch = item("libtorch"), blas = item("blas_build");
+  const std::string torch = item("libtorch"), blas = item("blas_build"), gpu = item("gpu");
   static const std::string torch_here = torch_version(), blas_here = blas_info().build;
-  // Files from before blas_build was recorded are judged by LibTorch alone.
-  const bool differ = (torch != "-" && torch != torch_here) || (blas != "-" && blas_here != "-" && blas != blas_here);
-  return differ ? "LibTorch " + torch + (blas == "-" ? "" : ", " + blas) : "";
+  // Files from before blas_build (gpu) was recorded are judged by what they record.
+  const bool differ = (torch != "-" && torch != torch_here) || (blas != "-" && blas_here != "-" && blas != blas_here) ||
+                      (gpu != "-" && gpu != job_.gpu);
+  if (!differ) return "";
+  // A GPU named where one side trained on one.
+  const bool on_gpu = gpu != "-" && gpu != "none", here_on_gpu = job_.gpu != "none";
+  return "LibTorch " + torch + (blas == "-" ? "" : ", " + blas) +
+         (on_gpu                         ? ", GPU " + gpu
+          : here_on_gpu && gpu == "none" ? ", on the CPU"
+                                         : "");
 }
 
 std::string StudyJob::other_build(const h5::File& f) const {
@@ -333,7 +356,7 @@ void StudyJob::prepare_folder() {
     if (!stack_note_.empty()) out_.line(stack_note_, 0);
     if (!build_note_.empty()) out_.line(build_note_, 0);
     if (!places_note_.empty()) out_.line(places_note_, 0);
-    if (!g_.quiet) print_header(job_.prog, g_.parallel);
+    if (!g_.quiet) print_header(job_);
   }
 }
 

@@ -112,7 +112,7 @@ int run_throughput_mode(const Job& job) {
     for (const auto& note : job.plan.notes) std::fprintf(stderr, "%s\n", note.c_str());
   }
   if (lead && !g.quiet) {
-    print_header(job.prog, g.parallel);
+    print_header(job);
     std::printf("# throughput: %zu benchmark(s) on %d process(es); timed: one sync period per iteration, the "
                 "slowest process's time (docs/performance.md)\n", points.size(), session.size());
     std::fflush(stdout);

@@ -46,14 +46,15 @@ RunComm::RunComm(const std::vector<int>& ranks, int workers, int tag) {
 #endif
 }
 
-void print_header(const std::string& prog, const std::string& parallel) {
+void print_header(const Job& job) {
   const BuildInfo b = build_info();
   const BlasInfo blas = blas_info();
-  std::printf("# %s, dpstudy %s (commit %s), LibTorch %s\n", prog.c_str(), b.version.c_str(), commit_line(b).c_str(),
-              torch_version().c_str());
-  std::printf("# BLAS: %s, %s (%s); intra-op threads %d; parallel %s; deterministic algorithms %s\n",
-              blas.kind.c_str(), blas.library.c_str(), blas.build.c_str(), at::get_num_threads(), parallel.c_str(),
+  std::printf("# %s, dpstudy %s (commit %s), LibTorch %s\n", job.prog.c_str(), b.version.c_str(),
+              commit_line(b).c_str(), torch_version().c_str());
+  std::printf("# BLAS: %s, %s (%s); intra-op threads %d; parallel %s; deterministic algorithms %s\n", blas.kind.c_str(),
+              blas.library.c_str(), blas.build.c_str(), at::get_num_threads(), job.request.options.parallel.c_str(),
               at::globalContext().deterministicAlgorithms() ? "on" : "off");
+  if (job.device.is_cuda()) std::printf("# GPU: %s (%s)\n", job.gpu.c_str(), job.device.str().c_str());
   if (blas.slow) std::printf("# WARNING: the reference BLAS is active; training runs about 15x slower\n");
 }
 
@@ -103,6 +104,29 @@ at::Device resolve_device(const std::string& name, int local_rank) {
     return at::kCPU;
   }
   return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));
+}
+
+// "none" on the CPU; on a GPU, the driver's description of it and the CUDA and
+// cuDNN versions LibTorch was built with ("NVIDIA H200, compute 9.0, driver
+// 13.0, CUDA 13.0, cuDNN 9.19.0"): with LibTorch's version, what decides a
+// GPU run's bits besides the config.
+std::string gpu_identity(const at::Device& device) {
+  if (!device.is_cuda()) return "none";
+  std::string out = cuda_driver_device(device.has_index() ? device.index() : 0);
+  try {
+    const at::CUDAHooksInterface& hooks = at::detail::getCUDAHooks();
+    const long runtime = hooks.versionCUDART();  // 13000: 13.0
+    out += ", CUDA " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+    if (hooks.compiledWithCuDNN()) {
+      // 91900 is 9.19.0 from cuDNN 9 on; 8907 was 8.9.7.
+      const long v = hooks.versionCuDNN(), major = v >= 10000 ? v / 10000 : v / 1000;
+      const long minor = v >= 10000 ? v % 10000 / 100 : v % 1000 / 100;
+      out += ", cuDNN " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
+    }
+  } catch (const std::exception&) {
+    out += ", CUDA and cuDNN versions not told by this LibTorch";
+  }
+  return out;
 }
 
 // The message of an error: as one process prints it, or with the rank and
@@ -351,7 +375,7 @@ int run_single(Job& job) {
   PlannedRun& p = job.plan.runs.front();
   job.current_run = p.id;
   if (!g.quiet && lead) {
-    print_header(job.prog, g.parallel);
+    print_header(job);
     std::printf("# config:");
     for (const auto& [k, v] : p.key_values) std::printf(" %s=%s", k.c_str(), to_text(v).c_str());
     std::printf("\n");
@@ -412,8 +436,19 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
     const at::Device device = resolve_device(g.device, session.local_rank());
     if (g.deterministic) set_deterministic(device);
     set_threads(g, request->stored, session);
-    job.emplace(Job{session, *request, plan, data, {}, device, Execution{parse_parallelism(g.parallel), g.threads},
-                    prog, workload.name, argc, argv, current_run});
+    job.emplace(Job{session,
+                    *request,
+                    plan,
+                    data,
+                    {},
+                    device,
+                    gpu_identity(device),
+                    Execution{parse_parallelism(g.parallel), g.threads},
+                    prog,
+                    workload.name,
+                    argc,
+                    argv,
+                    current_run});
     load_data(*job);
   });
   if (done && start.code == JobEnded::go_on) start.code = 0;

@@ -2,7 +2,8 @@
 """The CUDA path, where a GPU is visible (else exit 77: CTest reports the test as
 skipped). ResNet-8 with batch norm, augmentation and local SGD on the GPU:
 
-- two identical runs give the same bits (deterministic mode, recorded in provenance);
+- two identical runs give the same bits (deterministic mode, recorded in provenance, with
+  the GPU's model and CUDA versions);
 - with mpiexec, 1 and 2 processes sharing the GPU give the same bits (host copy or
   CUDA-aware MPI, whichever the MPI library offers);
 - it still learns: overfitting 256 samples drives the training loss below 0.1;
@@ -60,6 +61,10 @@ class Gpu(TempFolderTest):
             prov = f["provenance"].attrs
             self.assertTrue(str(prov["device"]).startswith("cuda"), prov["device"])
             self.assertEqual(prov["deterministic"], 1)
+            # Which GPU, as its driver says, and the CUDA and cuDNN LibTorch was built with.
+            self.assertRegex(prov["gpu"], r"^\S.*, compute \d+\.\d+, driver \d+\.\d+, CUDA \d+\.\d+"
+                                          r"(, cuDNN \d+\.\d+\.\d+)?$")
+            self.assertNotIn("not described", prov["gpu"])
 
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
     def test_one_and_two_processes_give_the_same_bits(self):

@@ -59,6 +59,7 @@ class Reproduce(TempFolderTest):
         self.assertIn("threads           same: 2", out)
         self.assertIn("parallel          same: operations", out)
         self.assertRegex(out, r"\n  blas_build        same: \S")  # the BLAS's version and kernels, e.g. OpenBLAS's
+        self.assertRegex(out, r"\n  gpu               same: \S")  # none on the CPU
         self.assertRegex(out, r"# reproduce: identical: all \d+ metric datasets and attributes of run [0-9a-f]{16} "
                               r"agree bit for bit")
         self.assertNotIn("# note:", out)

@@ -114,8 +114,12 @@ class Results(TempFolderTest):
             self.assertIn("study_text", run["config"].attrs)
             self.assertIn("name = readable", run["config"].attrs["study_text"])
             for key in ("dpstudy_version", "git_commit", "libtorch", "hdf5", "mpi_library", "hostname", "hosts",
-                        "threads", "command_line", "dataset_checksums"):
+                        "threads", "command_line", "dataset_checksums", "gpu"):
                 self.assertIn(key, run["provenance"].attrs)
+            # The GPU: none on the CPU (the driver's description on a GPU: tests/e2e/test_gpu.py).
+            if run["provenance"].attrs["device"] == "cpu":
+                self.assertEqual(run["provenance"].attrs["gpu"], "none")
+            self.assertEqual(f["index/gpu"][0].decode(), run["provenance"].attrs["gpu"])
             self.assertIn("sha256=", run["provenance"].attrs["dataset_checksums"])
             # The checkout's state when built (tests/e2e/build_info_git.sh checks each case).
             self.assertIn(run["provenance"].attrs["git_changes"], ("none", "uncommitted", "unknown"))
@@ -423,6 +427,16 @@ class Results(TempFolderTest):
         self.assertEqual((r.returncode, len(os.listdir(os.path.join(out, "mlp-mnist", "runs")))), (0, 3),
                          r.stdout + r.stderr)
         self.assertRegex(r.stdout, warning)
+        # A run trained on a GPU (another model's kernels, CUDA and cuDNN): named with it.
+        third = (set(glob.glob(os.path.join(out, "mlp-mnist", "runs", "*.h5"))) - set(runs)).pop()
+        gpu = "NVIDIA H200, compute 9.0, driver 13.0, CUDA 13.0, cuDNN 9.19.0"
+        with h5py.File(third, "r+") as f:
+            f["provenance"].attrs["gpu"] = gpu
+            del f["provenance"].attrs["text_crc32"]
+        r = self.run_study("--workers", "1,2,4", "--dry_run", output=out)
+        self.assertRegex(r.stdout, r"# warning: 3 of the 3 complete runs were made with another LibTorch or BLAS build "
+                                   r"or on another GPU \(.*\) than this process's \(LibTorch [0-9.]+, ")
+        self.assertNotIn("GPU none", r.stdout)  # (the most common other stack is named: here LibTorch 1.0.0's)
 
     def test_a_study_resumed_with_another_build_of_dpstudy_is_warned_of(self):
         # Edited code (committed or not) or another version may train otherwise: the

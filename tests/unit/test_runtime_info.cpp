@@ -1,6 +1,6 @@
 // The default thread count's inputs: which CPUs this process may use and how
-// many physical cores they are, read from a sysfs topology tree; and the peak
-// resident memory a run records.
+// many physical cores they are, read from a sysfs topology tree; the peak
+// resident memory a run records; the GPU as the driver describes it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -84,4 +84,18 @@ TEST(RuntimeInfo, APeakOfMemoryIsSeenAndARestartLeavesItOut) {
   if (!kAddressSanitizer) {  // AddressSanitizer holds freed blocks back (its quarantine)
     EXPECT_LT(peak_memory_mib(), held - 200);  // the freed block handed back and left out
   }
+}
+
+// Without a GPU here, the driver look-up's ways of not knowing: no driver, a
+// library that is not the driver, and the CUDA toolkit's stub of the driver
+// (a real libcuda.so whose every call fails, as on a node without a GPU). The
+// description itself is checked where a GPU is (tests/e2e/test_gpu.py).
+TEST(RuntimeInfo, AGpuTheDriverCannotDescribeIsSaidToBeSoWithWhy) {
+  EXPECT_EQ(cuda_driver_device(1, "libdpstudy-no-such-driver.so.1"),
+            "device 1, not described: libdpstudy-no-such-driver.so.1 could not be loaded");
+  EXPECT_EQ(cuda_driver_device(0, "libz.so.1"), "device 0, not described: libz.so.1 lacks the driver API");
+  const std::string stub = DPSTUDY_TEST_CUDA_DRIVER_STUB;
+  if (stub.empty()) GTEST_SKIP() << "no CUDA toolkit's stub libcuda.so here (DPSTUDY_TEST_CUDA_DRIVER_STUB)";
+  // CUDA_ERROR_STUB_LIBRARY (34): cuInit's answer, the first call made.
+  EXPECT_EQ(cuda_driver_device(0, stub.c_str()), "device 0, not described: the driver answered error 34");
 }

@@ -294,7 +294,7 @@ void warn_of_copies(Runs& r, const std::vector<std::string>& grouped_by) {
 
 std::vector<std::string> varying_stack_keys(const Runs& r) {
   std::vector<std::string> out;
-  for (const char* key : {"libtorch", "blas_build", "dpstudy_build"}) {
+  for (const char* key : {"libtorch", "blas_build", "gpu", "dpstudy_build"}) {
     std::set<std::string> values;  // those recorded: files older than a column have none, not another
     for (const Run& run : r.runs) {
       if (const auto v = run.text(key); v && !v->empty()) values.insert(*v);
@@ -307,16 +307,20 @@ std::vector<std::string> varying_stack_keys(const Runs& r) {
 void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
   const std::vector<std::string> varying = varying_stack_keys(r);
   if (varying.empty()) return;
-  const bool code = std::find(varying.begin(), varying.end(), "dpstudy_build") != varying.end();
-  // (LibTorch, BLAS build[, dpstudy build]) -> runs; "" where a file does not record it.
+  const auto varies = [&varying](const char* key) {
+    return std::find(varying.begin(), varying.end(), key) != varying.end();
+  };
+  const bool gpu = varies("gpu"), code = varies("dpstudy_build");
+  // (LibTorch, BLAS build[, GPU][, dpstudy build]) -> runs; "" where a file does not record it.
   std::map<std::vector<std::string>, int> stacks;
   // A group's values of grouped_by and a varying key -> that key's recorded values in the group.
   std::map<std::pair<std::vector<std::string>, std::string>, std::set<std::string>> mixed;
   for (const Run& run : r.runs) {
     std::vector<std::string> stack;
-    for (const char* key : {"libtorch", "blas_build", "dpstudy_build"}) {
-      if (code || std::string(key) != "dpstudy_build") stack.push_back(run.text(key).value_or(""));
-    }
+    stack.push_back(run.text("libtorch").value_or(""));
+    stack.push_back(run.text("blas_build").value_or(""));
+    if (gpu) stack.push_back(run.text("gpu").value_or(""));
+    if (code) stack.push_back(run.text("dpstudy_build").value_or(""));
     ++stacks[stack];
     std::vector<std::string> group;
     for (const std::string& k : grouped_by) group.push_back(k.empty() ? "" : run.text(k).value_or(""));
@@ -340,7 +344,8 @@ void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
   std::size_t builds = 0;
   bool folded = false;
   std::string list;
-  for (const auto& [stack, n] : stacks) {
+  for (const auto& [counted, n] : stacks) {
+    const std::vector<std::string>& stack = counted;  // a lambda may not name a structured binding before C++20
     const bool known = complete(stack) || std::none_of(stacks.begin(), stacks.end(), [&](const auto& other) {
                          return complete(other.first) && may_be(stack, other.first);
                        });
@@ -349,14 +354,18 @@ void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
     std::string name;
     for (std::size_t i = 0; i < stack.size(); ++i) {
       const std::string value = stack[i].empty() ? "not recorded" : stack[i];
-      name += i == 0 ? "LibTorch " + value : i == 1 ? ", " + value : ", dpstudy " + value;
+      name += i == 0          ? "LibTorch " + value
+              : i == 1        ? ", " + value
+              : i == 2 && gpu ? ", GPU " + value
+                              : ", dpstudy " + value;
     }
     list += (list.empty() ? "" : "; ") + name + ": " + std::to_string(n) + " run(s)";
   }
   if (folded) list += "; the runs whose files do not record it all counted with a build they may be";
   const std::string& key = varying.front();
   r.warnings.push_back("the runs read were made with " + std::to_string(builds) +
-                       (code ? " builds of LibTorch, the BLAS or dpstudy (" : " LibTorch or BLAS builds (") + list +
+                       (code ? " builds of LibTorch, the BLAS or dpstudy" : " LibTorch or BLAS builds") +
+                       (gpu ? (code ? ", or GPUs (" : " or GPUs (") : " (") + list +
                        "): a group that mixes them pools runs that do not reproduce each other bit for bit" +
                        (code ? " (nor train alike, if the code that trains changed)" : "") +
                        " (docs/studies.md#reproducing-a-run). Compare by it (--factor " + key + ", --by " + key +

@@ -21,6 +21,12 @@ struct BlasInfo {
 // Looks at the libraries mapped into this process (/proc/self/maps).
 BlasInfo blas_info();
 std::string torch_version();
+// The CUDA device `ordinal` as the NVIDIA driver describes it, through its C API
+// loaded at run time (no CUDA headers or libraries at build time): "NVIDIA H200,
+// compute 9.0, driver 13.0" (the driver's CUDA version). Two GPUs of other models
+// run other kernels, whose bits differ as two BLAS builds' do. Where the driver
+// cannot tell: "device N, not described: <why>". `library` is for tests.
+std::string cuda_driver_device(int ordinal, const char* library = "libcuda.so.1");
 // "LibTorch 2.6.0, OpenBLAS 0.3.29 ... Cooperlake ...": what decides a run's bits besides
 // dpstudy and the config, in the words of run files' provenance (libtorch, blas_build).
 std::string software_stack();
