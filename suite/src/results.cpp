@@ -28,7 +28,9 @@ void fsync_path(const std::string& path, bool directory) {
   if (rc != 0) throw DataError(path, std::string("cannot sync to disk: ") + std::strerror(err));
 }
 
-void set_all(h5::Group& g, const KeyValues& kv) {
+}  // namespace
+
+void set_attributes(h5::Group& g, const KeyValues& kv) {
   for (const auto& [k, v] : kv) {
     if (const auto* i = std::get_if<std::int64_t>(&v)) {
       g.set(k, *i);
@@ -39,8 +41,6 @@ void set_all(h5::Group& g, const KeyValues& kv) {
     }
   }
 }
-
-}  // namespace
 
 void write_hdf5_atomically(const std::string& path, const std::function<void(h5::Group&)>& fill,
                            const char* kill_name) {
@@ -218,12 +218,12 @@ void write_run_file(const std::string& path, const RunRecord& rec) {
         root.set("finished_utc", rec.finished_utc);
         {
           h5::Group config = root.create_group("config");
-          set_all(config, rec.config);
+          set_attributes(config, rec.config);
           config.set("study_text", rec.study_text);
         }
         {
           h5::Group prov = root.create_group("provenance");
-          set_all(prov, rec.provenance);
+          set_attributes(prov, rec.provenance);
         }
         write_series(root, rec.result, rec.workers);
       },

@@ -37,7 +37,7 @@ StudyJob::StudyJob(Job& job)
       out_(g_.quiet ? 0 : g_.verbose ? 2 : 1) {}
 
 int StudyJob::run() {
-  gather_places();
+  places_ = gather_places(job_);
   look();
   make_schedule();
   if (g_.dry_run) {
@@ -73,62 +73,6 @@ std::int64_t StudyJob::stamp(const std::string& id) const {
                            std::to_string(st.st_size);
   return std::int64_t(std::hash<std::string>()(text) | 1);  // never 0
 }
-
-void StudyJob::gather_places() {
-  const std::string mine =
-      (session_.active() ? session_.host() : host_name()) + '\t' + blas_info().build + '\t' + job_.gpu;
-  for (const std::string& t : session_.all_gather(mine)) {
-    const auto tab = t.find('\t'), tab2 = t.find('\t', tab + 1);
-    hosts_.push_back(t.substr(0, tab));
-    blas_builds_.push_back(t.substr(tab + 1, tab2 - tab - 1));
-    gpus_.push_back(t.substr(tab2 + 1));
-  }
-  // OpenBLAS picks its kernels by CPU, LibTorch's CUDA libraries theirs by GPU: nodes of
-  // two kinds compute a product with other bits.
-  const auto warn_if_mixed = [this](const std::vector<std::string>& by_rank, const std::string& verb,
-                                    const std::string& what, const std::string& two) {
-    std::map<std::string, std::vector<int>> by_value;
-    for (std::size_t r = 0; r < by_rank.size(); ++r) by_value[by_rank[r]].push_back(int(r));
-    if (by_value.size() < 2) return;
-    std::string list;
-    for (const auto& [value, ranks] : by_value) {
-      std::string r;
-      for (std::size_t i = 0; i < ranks.size() && i < 4; ++i) r += (i ? ", " : "") + std::to_string(ranks[i]);
-      if (ranks.size() > 4) r += ", ... (" + std::to_string(ranks.size()) + " processes)";
-      list += (list.empty() ? "" : "; ") + std::string(ranks.size() > 1 ? "ranks " : "rank ") + r + " on " +
-              hosts_of(ranks) + ": " + value;
-    }
-    places_note_ += std::string(places_note_.empty() ? "" : "\n") + "# warning: the job's processes " + verb + " " +
-                    std::to_string(by_value.size()) + " " + what + " (" + list + "): a run on processes of " + two +
-                    " does not give the bits of one process, and a run's bits "
-                    "depend on where it is placed (docs/mpi.md)";
-  };
-  warn_if_mixed(blas_builds_, "call", "BLAS builds", "two builds");
-  warn_if_mixed(gpus_, "run on", "kinds of GPU", "two kinds");  // "none" for a process on the CPU
-}
-
-namespace {
-
-// The distinct values of `by_rank` at `ranks`, in rank order, joined by `sep`.
-std::string distinct_at(const std::vector<std::string>& by_rank, const std::vector<int>& ranks, const char* sep) {
-  std::string out;
-  std::set<std::string> seen;
-  for (const int r : ranks) {
-    const std::string& v = by_rank[std::size_t(r)];
-    if (seen.insert(v).second) out += (out.empty() ? "" : sep) + v;
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string StudyJob::hosts_of(const std::vector<int>& ranks) const { return distinct_at(hosts_, ranks, ","); }
-
-std::string StudyJob::blas_build_of(const std::vector<int>& ranks) const {
-  return distinct_at(blas_builds_, ranks, " | ");
-}
-
-std::string StudyJob::gpu_of(const std::vector<int>& ranks) const { return distinct_at(gpus_, ranks, " | "); }
 
 // Rank 0 looks at what is there, once per run file that exists (no stat per
 // run per process on a parallel file system), and what the runs with
@@ -318,7 +262,7 @@ DryRun StudyJob::dry_run() const {
   d.data_notes = job_.data_notes;
   if (!stack_note_.empty()) d.data_notes.push_back(stack_note_);
   if (!build_note_.empty()) d.data_notes.push_back(build_note_);
-  if (!places_note_.empty()) d.data_notes.push_back(places_note_);
+  if (!places_.note.empty()) d.data_notes.push_back(places_.note);
   d.resumable = resumable_;
   d.procs = procs_;
   d.schedule = schedule_;
@@ -355,7 +299,7 @@ void StudyJob::prepare_folder() {
     for (const auto& note : job_.data_notes) out_.line(note);  // information: not under --quiet
     if (!stack_note_.empty()) out_.line(stack_note_, 0);
     if (!build_note_.empty()) out_.line(build_note_, 0);
-    if (!places_note_.empty()) out_.line(places_note_, 0);
+    if (!places_.note.empty()) out_.line(places_.note, 0);
     if (!g_.quiet) print_header(job_);
   }
 }

@@ -53,13 +53,6 @@ class StudyJob {
   bool to_run(std::size_t i) const { return g_.force || state_[i] != std::int64_t(RunFileState::complete); }
   std::int64_t stamp(const std::string& id) const;
   void look();
-  // Each process's host, BLAS build and GPU (hosts_, blas_builds_, gpus_), and a
-  // warning when the builds or the GPUs differ (a mixed partition): collective.
-  void gather_places();
-  // The distinct hosts, BLAS builds and GPUs (" | " between them) of `ranks`, for provenance.
-  std::string hosts_of(const std::vector<int>& ranks) const;
-  std::string blas_build_of(const std::vector<int>& ranks) const;
-  std::string gpu_of(const std::vector<int>& ranks) const;
   // "file: the data files that differ" when `run`'s complete file (open as `f`) was
   // trained on other files than this job's; "" when the same, or either is unknown.
   std::string other_data(const PlannedRun& run, const std::string& file, const h5::File& f) const;
@@ -113,8 +106,7 @@ class StudyJob {
   // "# warning: ..." when complete runs came from another LibTorch or BLAS (lead process).
   std::string stack_note_;
   std::string build_note_;  // the same for another build of dpstudy
-  std::vector<std::string> hosts_, blas_builds_, gpus_;  // by world rank
-  std::string places_note_;       // "# warning: ..." lines when the job's processes call different BLAS builds or GPUs
+  Places places_;           // where each process computes; its note when they differ (a mixed partition)
   std::set<std::size_t> passed_;  // schedule positions found not finished, and not taken by this process
   std::vector<Placement> schedule_;
   std::vector<std::string> ids_;  // run ids in the schedule's order

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "dpstudy/build_info.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/progress.hpp"
@@ -48,31 +47,6 @@ class StudyProgress : public ProgressSink {
   std::function<void()> heartbeat_;  // keeps the run's claim live (ClaimQueue)
   double interval_, last_ = -1e9;
 };
-
-// `hosts`, `blas_build` and `gpu`: those of the run's processes (StudyJob::hosts_of,
-// blas_build_of, gpu_of).
-KeyValues provenance(const Job& job, const TrainingData& data, int processes, const Trainer& trainer,
-                     const std::string& hosts, const std::string& blas_build, const std::string& gpu) {
-  const BuildInfo b = build_info();
-  std::string command;
-  for (int i = 0; i < job.argc; ++i) command += (i ? " " : "") + std::string(job.argv[i]);
-  const BlasInfo blas = blas_info();
-  return {
-    {"dpstudy_version", b.version}, {"git_commit", b.git_commit}, {"git_changes", b.git_changes},
-        {"compiler", b.compiler}, {"build_type", b.build_type}, {"libtorch", torch_version()},
-        {"mpi_library", mpi_library_version()}, {"hdf5", h5::library_version()},
-        {"blas", blas.kind + " " + blas.library}, {"blas_build", blas_build}, {"hostname", host_name()},
-        {"hosts", hosts}, {"processes", std::int64_t(processes)}, {"threads", std::int64_t(trainer.threads())},
-        {"parallel", to_string(trainer.parallelism())}, {"device", data.train_x.device().str()}, {"gpu", gpu},
-        {"deterministic", std::int64_t(job.request.options.deterministic)},
-#if DPSTUDY_WITH_MPI
-        {"mpi_cuda_aware", std::int64_t(mpi::cuda_aware())},
-#endif
-        {"command_line", command}, {
-      "dataset_checksums", data.checksums()
-    }
-  };
-}
 
 }  // namespace
 
@@ -164,8 +138,10 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   }
   if (leader) {
     const auto io0 = Clock::now();
-    rec.provenance =
-        provenance(job_, d, nprocs, *trainer, hosts_of(pl.ranks), blas_build_of(pl.ranks), gpu_of(pl.ranks));
+    rec.provenance = provenance(job_, places_, pl.ranks);
+    rec.provenance.insert(rec.provenance.end(), {{"threads", std::int64_t(trainer->threads())},
+                                                 {"parallel", to_string(trainer->parallelism())},
+                                                 {"dataset_checksums", d.checksums()}});
     write_run_file(file, rec);
     checkpoints_.remove(p.id, nprocs);
     const RunSummary& sm = rec.result.summary;

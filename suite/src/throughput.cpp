@@ -98,6 +98,10 @@ void write_table(const std::string& path, const ThroughputOptions& o, const std:
     root.set("schema", "dpstudy.throughput/1");
     root.set("study", o.study);
     root.set("workload", o.workload);
+    {
+      h5::Group prov = root.create_group("provenance");  // what the figures were measured with
+      set_attributes(prov, o.provenance);
+    }
     h5::Group t = root.create_group("throughput");
     std::vector<std::string> name, run_type, aggregate;
     std::vector<std::int64_t> repetition, iterations;

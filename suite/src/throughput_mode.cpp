@@ -99,6 +99,12 @@ int run_throughput_mode(const Job& job) {
   o.study = job.request.name;
   o.workload = workload;
   o.quiet = g.quiet;
+  // A collective: where each process computes, for the table and the warning of a mixed partition.
+  const Places places = gather_places(job);
+  std::vector<int> all(static_cast<std::size_t>(session.size()));
+  for (int r = 0; r < session.size(); ++r) all[std::size_t(r)] = r;
+  o.provenance = provenance(job, places, all);
+  o.provenance.emplace_back("threads", std::int64_t(g.threads));
   const bool lead = session.rank() == 0;
   if (job.request.study_mode) {
     lead_step(session, [&] {  // rank 0's error printed once, every process ended with its status
@@ -110,6 +116,7 @@ int run_throughput_mode(const Job& job) {
   }
   if (lead) {  // slips in the sweep (an exclude rule that drops nothing); stderr keeps a JSON report clean
     for (const auto& note : job.plan.notes) std::fprintf(stderr, "%s\n", note.c_str());
+    if (!places.note.empty()) std::fprintf(stderr, "%s\n", places.note.c_str());
   }
   if (lead && !g.quiet) {
     print_header(job);

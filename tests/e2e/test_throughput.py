@@ -76,6 +76,13 @@ class Throughput(TempFolderTest):
             for i, b in enumerate(runs):
                 self.assertAlmostEqual(t["samples_per_s"][i], b["samples_per_s"], delta=1e-6 * b["samples_per_s"])
                 self.assertAlmostEqual(t["time_per_period_s"][i] * 1e3, b["real_time"], delta=1e-6 * b["real_time"])
+            # What the figures were measured with, in a run file's words (results/README.md).
+            prov = f["provenance"].attrs
+            for key in ("dpstudy_version", "git_commit", "git_changes", "libtorch", "blas", "blas_build", "hostname",
+                        "hosts", "mpi_library", "hdf5", "compiler", "build_type", "command_line"):
+                self.assertTrue(prov[key], key)
+            self.assertEqual((prov["processes"], prov["threads"], prov["device"], prov["gpu"]), (1, 1, "cpu", "none"))
+            self.assertIn("--mode throughput", prov["command_line"])
 
     def test_slips_in_the_sweep_are_warned_of_on_stderr(self):
         r = self.run_exe("--workers", "1,2", "--iterations", "1", "--exclude", "workers=3", "--optimizer", "sgd",
@@ -397,6 +404,8 @@ class Throughput(TempFolderTest):
                           "mlp-mnist/workers:2/batch:10/sync:2/procs:2/device:cpu"])
         self.assertTrue(all(b["iterations"] == 10 for b in runs))  # fixed under MPI
         self.assertEqual(r.stdout.count('"benchmarks"'), 1)  # the lead process reports alone
+        with h5py.File(os.path.join(self.tmp, "results", "mlp-mnist", "throughput.h5"), "r") as f:
+            self.assertEqual(f["provenance"].attrs["processes"], 2)  # the job's
         # mpirun gives the processes pseudo-terminals: the console table came
         # with colour codes even into a pipe or a log file.
         r = self.run_exe("--workers", "2", "--iterations", "2", "--quiet", mpi=2)

@@ -35,6 +35,9 @@ void write_hdf5_atomically(const std::string& path, const std::function<void(h5:
 
 void write_run_file(const std::string& path, const RunRecord& record);
 
+// Each key as an attribute of `g`, typed as its value (int64, float64, text).
+void set_attributes(h5::Group& g, const KeyValues& kv);
+
 // The recorded series and summary, as in a run file (also used by checkpoints).
 void write_series(h5::Group& root, const RunResult& r, int workers);
 RunResult read_series(const h5::Group& root);

@@ -38,6 +38,7 @@ struct ThroughputOptions {
   std::int64_t iterations = 0;    // 0: Google Benchmark decides (a single process only)
   std::string hdf5_path;          // rank 0 writes the figures here ("" = nowhere)
   std::string study, workload;
+  KeyValues provenance;  // written as the table's /provenance (results/README.md)
   bool quiet = false;  // only Google Benchmark's report on stdout (e.g. --benchmark_format=json)
 };
 
