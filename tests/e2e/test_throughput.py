@@ -157,6 +157,9 @@ class Throughput(TempFolderTest):
             self.assertAlmostEqual(float(row["speed-up (x)"]), speedup, delta=0.01 * speedup)
             self.assertAlmostEqual(float(row["efficiency (fraction)"]), speedup / w, delta=0.01 * speedup / w)
         self.assertNotIn("strong speed-up (x)", rows[0])  # no point holds another's global batch
+        # What the figures were measured with, under the table.
+        self.assertRegex(table(os.path.join(out, "s")), r"\n# measured with: 1 process\(es\) x 1 thread\(s\) on \S+; "
+                                                       r"LibTorch [0-9.]+; .+; dpstudy [0-9.]+, commit ")
         # --where keeps points, not their baseline; the file itself may be given.
         rows = list(csv.DictReader(io.StringIO(table(os.path.join(out, "s", "throughput.h5"), "--where", "workers=4",
                                                      "--where", "sync_period=4", "--format", "csv"))))

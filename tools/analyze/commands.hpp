@@ -122,6 +122,9 @@ struct Speed {
   std::map<std::string, std::vector<std::string>> columns;
   std::vector<double> steps_per_s;
   std::vector<std::string> run_type, aggregate;
+  // What the figures were measured with, from the table's /provenance: "2 process(es) x 1
+  // thread(s) on vm; LibTorch 1.13.0; OpenBLAS ...; dpstudy 0.1.0, commit ..." ("" if not recorded).
+  std::string measured_with;
 };
 Speed read_speed(const std::string& path);
 // One table's points: all of them (`points`, the baselines that --where may leave out) and those

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "dpstudy/build_info.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/study.hpp"
@@ -25,6 +26,19 @@ Speed read_speed(const std::string& path) {
   s.steps_per_s = t.read_doubles("steps_per_s");
   s.run_type = t.read_strings("run_type");
   s.aggregate = t.read_strings("aggregate");
+  if (f.root().has("provenance")) {  // since 2026-12-03
+    const h5::Group p = f.root().open_group("provenance");
+    const auto text = [&p](const char* key) { return p.has_attr(key) ? p.get_string(key) : std::string("-"); };
+    const auto count = [&p](const char* key) { return p.has_attr(key) ? std::to_string(p.get_int(key)) : "?"; };
+    BuildInfo b;
+    b.version = text("dpstudy_version");
+    b.git_commit = text("git_commit");
+    b.git_changes = text("git_changes");
+    const std::string gpu = text("gpu");
+    s.measured_with = count("processes") + " process(es) x " + count("threads") + " thread(s) on " + text("hosts") +
+                      "; LibTorch " + text("libtorch") + "; " + text("blas_build") +
+                      (gpu == "none" || gpu == "-" ? "" : "; GPU " + gpu) + "; " + build_line(b);
+  }
   for (const std::string& name : t.members()) {
     std::vector<std::string> text;
     const char kind = t.dataset_kind(name);
@@ -184,6 +198,9 @@ std::vector<Table> throughput(const Options& o) {
                         "(workers x batch_size held: strong scaling; samples/s and steps/s give one ratio)");
     }
     if (p.means) t.notes.push_back("each point: the mean of its repetitions (Google Benchmark's aggregate)");
+    t.notes.push_back("measured with: " + (s.measured_with.empty() ? std::string("not recorded (a table from before "
+                                                                                 "2026-12-03)")
+                                                                   : s.measured_with));
     tables.push_back(std::move(t));
   }
   return tables;
