@@ -104,7 +104,8 @@ struct Job {
   std::map<std::string, TrainingData>& data;  // by dataset name; absent in a dry run without the files
   std::vector<std::string> data_notes;        // "# ..." lines: datasets not here (costs assumed), files verified
   at::Device device;
-  std::string gpu;  // this process's GPU as provenance names it (gpu_identity); "none" on the CPU
+  std::string gpu;         // this process's GPU as provenance names it (gpu_identity); "none" on the CPU
+  std::string gpu_driver;  // the CUDA version its driver supports; "none" on the CPU
   Execution execution;
   std::string prog, workload;
   int argc;

@@ -86,6 +86,7 @@ KeyValues provenance(const Job& job, const Places& places, const std::vector<int
       {"processes", std::int64_t(ranks.size())},
       {"device", job.device.str()},
       {"gpu", places.gpu_of(ranks)},
+      {"gpu_driver", job.gpu_driver},
       {"deterministic", std::int64_t(job.request.options.deterministic)},
       {"command_line", command},
   };

@@ -53,10 +53,14 @@ std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + s
 
 }  // namespace
 
-std::string cuda_driver_device(int ordinal, const char* library) {
+CudaDriverInfo cuda_driver_info(int ordinal, const char* library) {
+  CudaDriverInfo info;
   const std::string unknown = "device " + std::to_string(ordinal) + ", not described: ";
   void* handle = dlopen(library, RTLD_LAZY | RTLD_LOCAL);
-  if (!handle) return unknown + library + " could not be loaded";
+  if (!handle) {
+    info.device = unknown + library + " could not be loaded";
+    return info;
+  }
   // The driver API's C signatures (cuda.h), stable since CUDA 2: CUresult and
   // CUdevice are int, the attribute an enum of int's size.
   using Init = int (*)(unsigned);
@@ -71,21 +75,22 @@ std::string cuda_driver_device(int ordinal, const char* library) {
   const auto attribute = reinterpret_cast<Attribute>(dlsym(handle, "cuDeviceGetAttribute"));
   if (!init || !version || !get || !name || !attribute) {
     dlclose(handle);
-    return unknown + library + " lacks the driver API";
+    info.device = unknown + library + " lacks the driver API";
+    return info;
   }
   // Left loaded once initialised: the CUDA runtime uses the same driver, and
   // unloading an initialised driver is not something it expects.
-  int status = -1, device = 0, major = 0, minor = 0, driver = 0;
+  int status = init(0), driver = 0, device = 0, major = 0, minor = 0;
+  if (status == 0 && (status = version(&driver)) == 0) info.driver = cuda_version_text(driver);
   char text[256] = {};
-  if ((status = init(0)) != 0 || (status = get(&device, ordinal)) != 0 ||
-      (status = name(text, int(sizeof text) - 1, device)) != 0 ||
+  if (status != 0 || (status = get(&device, ordinal)) != 0 || (status = name(text, int(sizeof text) - 1, device)) != 0 ||
       (status = attribute(&major, 75, device)) != 0 ||  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-      (status = attribute(&minor, 76, device)) != 0 ||  // ..._MINOR
-      (status = version(&driver)) != 0) {
-    return unknown + "the driver answered error " + std::to_string(status);
+      (status = attribute(&minor, 76, device)) != 0) {  // ..._MINOR
+    info.device = unknown + "the driver answered error " + std::to_string(status);
+    return info;
   }
-  return std::string(text) + ", compute " + std::to_string(major) + "." + std::to_string(minor) + ", driver " +
-         cuda_version_text(driver);
+  info.device = std::string(text) + ", compute " + std::to_string(major) + "." + std::to_string(minor);
+  return info;
 }
 
 BlasInfo blas_info() {

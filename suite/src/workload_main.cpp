@@ -54,7 +54,10 @@ void print_header(const Job& job) {
   std::printf("# BLAS: %s, %s (%s); intra-op threads %d; parallel %s; deterministic algorithms %s\n", blas.kind.c_str(),
               blas.library.c_str(), blas.build.c_str(), at::get_num_threads(), job.request.options.parallel.c_str(),
               at::globalContext().deterministicAlgorithms() ? "on" : "off");
-  if (job.device.is_cuda()) std::printf("# GPU: %s (%s)\n", job.gpu.c_str(), job.device.str().c_str());
+  if (job.device.is_cuda()) {
+    std::printf("# GPU: %s (%s; its driver: CUDA %s)\n", job.gpu.c_str(), job.device.str().c_str(),
+                job.gpu_driver.c_str());
+  }
   if (blas.slow) std::printf("# WARNING: the reference BLAS is active; training runs about 15x slower\n");
 }
 
@@ -107,12 +110,15 @@ at::Device resolve_device(const std::string& name, int local_rank) {
 }
 
 // "none" on the CPU; on a GPU, the driver's description of it and the CUDA and
-// cuDNN versions LibTorch was built with ("NVIDIA H200, compute 9.0, driver
-// 13.0, CUDA 13.0, cuDNN 9.19.0"): with LibTorch's version, what decides a
-// GPU run's bits besides the config.
-std::string gpu_identity(const at::Device& device) {
+// cuDNN versions LibTorch was built with ("NVIDIA H200, compute 9.0, CUDA 13.0,
+// cuDNN 9.19.0"): with LibTorch's version, what decides a GPU run's bits
+// besides the config. `driver`: the CUDA version the driver supports.
+std::string gpu_identity(const at::Device& device, std::string* driver) {
+  *driver = "none";
   if (!device.is_cuda()) return "none";
-  std::string out = cuda_driver_device(device.has_index() ? device.index() : 0);
+  const CudaDriverInfo info = cuda_driver_info(device.has_index() ? device.index() : 0);
+  *driver = info.driver;
+  std::string out = info.device;
   try {
     const at::CUDAHooksInterface& hooks = at::detail::getCUDAHooks();
     const long runtime = hooks.versionCUDART();  // 13000: 13.0
@@ -434,6 +440,8 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
     check_placement(*request, plan, g.dry_run_processes > 0 ? g.dry_run_processes : session.size());
     for (PlannedRun& p : plan.runs) p.factory = workload_model(dataset_spec(p.config.dataset), p.model_values);
     const at::Device device = resolve_device(g.device, session.local_rank());
+    std::string gpu_driver;
+    const std::string gpu = gpu_identity(device, &gpu_driver);
     if (g.deterministic) set_deterministic(device);
     set_threads(g, request->stored, session);
     job.emplace(Job{session,
@@ -442,7 +450,8 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
                     data,
                     {},
                     device,
-                    gpu_identity(device),
+                    gpu,
+                    gpu_driver,
                     Execution{parse_parallelism(g.parallel), g.threads},
                     prog,
                     workload.name,

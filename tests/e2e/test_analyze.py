@@ -618,14 +618,14 @@ class Analyze(TempFolderTest):
         self.assertNotIn("warning", self.analyze("summary", folder, "--by", "dpstudy_build"))
         # A run trained on a GPU: the index's gpu column ("none" on the CPU).
         with h5py.File(runs[2], "r+") as f:
-            f["provenance"].attrs["gpu"] = "NVIDIA H200, compute 9.0, driver 13.0, CUDA 13.0, cuDNN 9.19.0"
+            f["provenance"].attrs["gpu"] = "NVIDIA H200, compute 9.0, CUDA 13.0, cuDNN 9.19.0"
             del f["provenance"].attrs["text_crc32"]
         subprocess.run(rerun, check=True, stdout=subprocess.DEVNULL)
         with h5py.File(os.path.join(folder, "index.h5"), "r") as f:
             self.assertEqual(sorted(v.decode() for v in f["index/gpu"][()]),
-                             ["NVIDIA H200, compute 9.0, driver 13.0, CUDA 13.0, cuDNN 9.19.0"] + ["none"] * 3)
+                             ["NVIDIA H200, compute 9.0, CUDA 13.0, cuDNN 9.19.0"] + ["none"] * 3)
         warning = (r"warning: the runs read were made with 3 builds of LibTorch, the BLAS or dpstudy, or GPUs \(.*, "
-                   r"GPU NVIDIA H200, compute 9\.0, driver 13\.0, CUDA 13\.0, cuDNN 9\.19\.0, dpstudy .*: 1 run\(s\)")
+                   r"GPU NVIDIA H200, compute 9\.0, CUDA 13\.0, cuDNN 9\.19\.0, dpstudy .*: 1 run\(s\)")
         self.assertRegex(self.analyze("summary", folder, "--by", "sync_period"), warning)
         self.assertNotIn("warning", self.analyze("summary", folder, "--by", "dpstudy_build,gpu"))
 

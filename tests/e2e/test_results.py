@@ -114,11 +114,12 @@ class Results(TempFolderTest):
             self.assertIn("study_text", run["config"].attrs)
             self.assertIn("name = readable", run["config"].attrs["study_text"])
             for key in ("dpstudy_version", "git_commit", "libtorch", "hdf5", "mpi_library", "hostname", "hosts",
-                        "threads", "command_line", "dataset_checksums", "gpu"):
+                        "threads", "command_line", "dataset_checksums", "gpu", "gpu_driver"):
                 self.assertIn(key, run["provenance"].attrs)
             # The GPU: none on the CPU (the driver's description on a GPU: tests/e2e/test_gpu.py).
             if run["provenance"].attrs["device"] == "cpu":
                 self.assertEqual(run["provenance"].attrs["gpu"], "none")
+                self.assertEqual(run["provenance"].attrs["gpu_driver"], "none")
             self.assertEqual(f["index/gpu"][0].decode(), run["provenance"].attrs["gpu"])
             self.assertIn("sha256=", run["provenance"].attrs["dataset_checksums"])
             # The checkout's state when built (tests/e2e/build_info_git.sh checks each case).
@@ -429,7 +430,7 @@ class Results(TempFolderTest):
         self.assertRegex(r.stdout, warning)
         # A run trained on a GPU (another model's kernels, CUDA and cuDNN): named with it.
         third = (set(glob.glob(os.path.join(out, "mlp-mnist", "runs", "*.h5"))) - set(runs)).pop()
-        gpu = "NVIDIA H200, compute 9.0, driver 13.0, CUDA 13.0, cuDNN 9.19.0"
+        gpu = "NVIDIA H200, compute 9.0, CUDA 13.0, cuDNN 9.19.0"
         with h5py.File(third, "r+") as f:
             f["provenance"].attrs["gpu"] = gpu
             del f["provenance"].attrs["text_crc32"]

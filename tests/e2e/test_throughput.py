@@ -81,7 +81,8 @@ class Throughput(TempFolderTest):
             for key in ("dpstudy_version", "git_commit", "git_changes", "libtorch", "blas", "blas_build", "hostname",
                         "hosts", "mpi_library", "hdf5", "compiler", "build_type", "command_line"):
                 self.assertTrue(prov[key], key)
-            self.assertEqual((prov["processes"], prov["threads"], prov["device"], prov["gpu"]), (1, 1, "cpu", "none"))
+            self.assertEqual((prov["processes"], prov["threads"], prov["device"], prov["gpu"], prov["gpu_driver"]),
+                             (1, 1, "cpu", "none", "none"))
             self.assertIn("--mode throughput", prov["command_line"])
 
     def test_slips_in_the_sweep_are_warned_of_on_stderr(self):

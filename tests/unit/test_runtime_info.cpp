@@ -91,11 +91,16 @@ TEST(RuntimeInfo, APeakOfMemoryIsSeenAndARestartLeavesItOut) {
 // (a real libcuda.so whose every call fails, as on a node without a GPU). The
 // description itself is checked where a GPU is (tests/e2e/test_gpu.py).
 TEST(RuntimeInfo, AGpuTheDriverCannotDescribeIsSaidToBeSoWithWhy) {
-  EXPECT_EQ(cuda_driver_device(1, "libdpstudy-no-such-driver.so.1"),
-            "device 1, not described: libdpstudy-no-such-driver.so.1 could not be loaded");
-  EXPECT_EQ(cuda_driver_device(0, "libz.so.1"), "device 0, not described: libz.so.1 lacks the driver API");
+  const CudaDriverInfo none = cuda_driver_info(1, "libdpstudy-no-such-driver.so.1");
+  EXPECT_EQ(none.device, "device 1, not described: libdpstudy-no-such-driver.so.1 could not be loaded");
+  EXPECT_EQ(none.driver, "unknown");
+  const CudaDriverInfo other = cuda_driver_info(0, "libz.so.1");
+  EXPECT_EQ(other.device, "device 0, not described: libz.so.1 lacks the driver API");
+  EXPECT_EQ(other.driver, "unknown");
   const std::string stub = DPSTUDY_TEST_CUDA_DRIVER_STUB;
   if (stub.empty()) GTEST_SKIP() << "no CUDA toolkit's stub libcuda.so here (DPSTUDY_TEST_CUDA_DRIVER_STUB)";
   // CUDA_ERROR_STUB_LIBRARY (34): cuInit's answer, the first call made.
-  EXPECT_EQ(cuda_driver_device(0, stub.c_str()), "device 0, not described: the driver answered error 34");
+  const CudaDriverInfo stubbed = cuda_driver_info(0, stub.c_str());
+  EXPECT_EQ(stubbed.device, "device 0, not described: the driver answered error 34");
+  EXPECT_EQ(stubbed.driver, "unknown");
 }

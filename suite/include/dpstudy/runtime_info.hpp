@@ -22,11 +22,18 @@ struct BlasInfo {
 BlasInfo blas_info();
 std::string torch_version();
 // The CUDA device `ordinal` as the NVIDIA driver describes it, through its C API
-// loaded at run time (no CUDA headers or libraries at build time): "NVIDIA H200,
-// compute 9.0, driver 13.0" (the driver's CUDA version). Two GPUs of other models
-// run other kernels, whose bits differ as two BLAS builds' do. Where the driver
-// cannot tell: "device N, not described: <why>". `library` is for tests.
-std::string cuda_driver_device(int ordinal, const char* library = "libcuda.so.1");
+// loaded at run time (no CUDA headers or libraries at build time). `library` is
+// for tests.
+struct CudaDriverInfo {
+  // "NVIDIA H200, compute 9.0": two GPUs of other models run other kernels, whose
+  // bits differ as two BLAS builds' do. "device N, not described: <why>" where the
+  // driver cannot tell.
+  std::string device;
+  // The CUDA version the driver supports, "13.0" ("unknown" where it cannot tell):
+  // recorded, not compared, since the kernels come with LibTorch's CUDA libraries.
+  std::string driver = "unknown";
+};
+CudaDriverInfo cuda_driver_info(int ordinal, const char* library = "libcuda.so.1");
 // "LibTorch 2.6.0, OpenBLAS 0.3.29 ... Cooperlake ...": what decides a run's bits besides
 // dpstudy and the config, in the words of run files' provenance (libtorch, blas_build).
 std::string software_stack();
