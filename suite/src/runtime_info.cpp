@@ -83,7 +83,8 @@ CudaDriverInfo cuda_driver_info(int ordinal, const char* library) {
   int status = init(0), driver = 0, device = 0, major = 0, minor = 0;
   if (status == 0 && (status = version(&driver)) == 0) info.driver = cuda_version_text(driver);
   char text[256] = {};
-  if (status != 0 || (status = get(&device, ordinal)) != 0 || (status = name(text, int(sizeof text) - 1, device)) != 0 ||
+  if (status != 0 || (status = get(&device, ordinal)) != 0 ||
+      (status = name(text, int(sizeof text) - 1, device)) != 0 ||
       (status = attribute(&major, 75, device)) != 0 ||  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
       (status = attribute(&minor, 76, device)) != 0) {  // ..._MINOR
     info.device = unknown + "the driver answered error " + std::to_string(status);
