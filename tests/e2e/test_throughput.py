@@ -158,9 +158,14 @@ class Throughput(TempFolderTest):
             self.assertAlmostEqual(float(row["speed-up (x)"]), speedup, delta=0.01 * speedup)
             self.assertAlmostEqual(float(row["efficiency (fraction)"]), speedup / w, delta=0.01 * speedup / w)
         self.assertNotIn("strong speed-up (x)", rows[0])  # no point holds another's global batch
-        # What the figures were measured with, under the table.
+        # What the figures were measured with, under the table; a table from before /provenance says so.
         self.assertRegex(table(os.path.join(out, "s")), r"\n# measured with: 1 process\(es\) x 1 thread\(s\) on \S+; "
                                                        r"LibTorch [0-9.]+; .+; dpstudy [0-9.]+, commit ")
+        older = os.path.join(out, "older.h5")
+        shutil.copy(os.path.join(out, "s", "throughput.h5"), older)
+        with h5py.File(older, "r+") as f:
+            del f["provenance"]
+        self.assertIn("\n# measured with: not recorded (a table from before 2026-12-03)\n", table(older))
         # --where keeps points, not their baseline; the file itself may be given.
         rows = list(csv.DictReader(io.StringIO(table(os.path.join(out, "s", "throughput.h5"), "--where", "workers=4",
                                                      "--where", "sync_period=4", "--format", "csv"))))
