@@ -48,10 +48,15 @@ std::string blas_build(const char* library) {
   return text.empty() ? "-" : text;
 }
 
-// "13.0" from the CUDA API's 13000 (major * 1000 + minor * 10).
-std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
-
 }  // namespace
+
+std::string cuda_version_text(long v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+std::string cudnn_version_text(long v) {
+  const bool nine = v >= 10000;  // cuDNN 9 counts minor versions by 100: 91900 is 9.19.0; 8907 was 8.9.7
+  const long major = nine ? v / 10000 : v / 1000, minor = nine ? v % 10000 / 100 : v % 1000 / 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
+}
 
 CudaDriverInfo cuda_driver_info(int ordinal, const char* library) {
   CudaDriverInfo info;

@@ -121,14 +121,8 @@ std::string gpu_identity(const at::Device& device, std::string* driver) {
   std::string out = info.device;
   try {
     const at::CUDAHooksInterface& hooks = at::detail::getCUDAHooks();
-    const long runtime = hooks.versionCUDART();  // 13000: 13.0
-    out += ", CUDA " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
-    if (hooks.compiledWithCuDNN()) {
-      // 91900 is 9.19.0 from cuDNN 9 on; 8907 was 8.9.7.
-      const long v = hooks.versionCuDNN(), major = v >= 10000 ? v / 10000 : v / 1000;
-      const long minor = v >= 10000 ? v % 10000 / 100 : v % 1000 / 100;
-      out += ", cuDNN " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
-    }
+    out += ", CUDA " + cuda_version_text(hooks.versionCUDART());
+    if (hooks.compiledWithCuDNN()) out += ", cuDNN " + cudnn_version_text(hooks.versionCuDNN());
   } catch (const std::exception&) {
     out += ", CUDA and cuDNN versions not told by this LibTorch";
   }

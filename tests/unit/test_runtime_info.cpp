@@ -97,6 +97,12 @@ TEST(RuntimeInfo, AGpuTheDriverCannotDescribeIsSaidToBeSoWithWhy) {
   const CudaDriverInfo other = cuda_driver_info(0, "libz.so.1");
   EXPECT_EQ(other.device, "device 0, not described: libz.so.1 lacks the driver API");
   EXPECT_EQ(other.driver, "unknown");
+  // The versions' numbers as CUDA and cuDNN count them (CUDART_VERSION, CUDNN_VERSION).
+  EXPECT_EQ(cuda_version_text(13000), "13.0");
+  EXPECT_EQ(cuda_version_text(12060), "12.6");
+  EXPECT_EQ(cudnn_version_text(91900), "9.19.0");
+  EXPECT_EQ(cudnn_version_text(90100), "9.1.0");
+  EXPECT_EQ(cudnn_version_text(8907), "8.9.7");
   const std::string stub = DPSTUDY_TEST_CUDA_DRIVER_STUB;
   if (stub.empty()) GTEST_SKIP() << "no CUDA toolkit's stub libcuda.so here (DPSTUDY_TEST_CUDA_DRIVER_STUB)";
   // CUDA_ERROR_STUB_LIBRARY (34): cuInit's answer, the first call made.

@@ -34,6 +34,10 @@ struct CudaDriverInfo {
   std::string driver = "unknown";
 };
 CudaDriverInfo cuda_driver_info(int ordinal, const char* library = "libcuda.so.1");
+// "13.0" from the CUDA APIs' 13000 (major * 1000 + minor * 10), the driver's and the runtime's.
+std::string cuda_version_text(long version);
+// "9.19.0" from cuDNN's 91900, "8.9.7" from 8907 (CUDNN_VERSION before cuDNN 9).
+std::string cudnn_version_text(long version);
 // "LibTorch 2.6.0, OpenBLAS 0.3.29 ... Cooperlake ...": what decides a run's bits besides
 // dpstudy and the config, in the words of run files' provenance (libtorch, blas_build).
 std::string software_stack();
