@@ -116,17 +116,18 @@ struct Job {
 // The job's first lines: version, BLAS, threads, the GPU.
 void print_header(const Job& job);
 
-// Where the job's processes compute: each one's host, BLAS build and GPU, by
-// world rank. A run on processes of two BLAS builds or two kinds of GPU does not
+// Where the job's processes compute: each one's host, BLAS build, GPU and GPU
+// driver, by world rank. A run on processes of two BLAS builds or two kinds of GPU does not
 // give the bits of one process.
 struct Places {
-  std::vector<std::string> hosts, blas_builds, gpus;
+  std::vector<std::string> hosts, blas_builds, gpus, gpu_drivers;
   std::string note;  // "# warning: ..." lines when the processes' BLAS builds or GPUs differ; "" if not
 
   // The distinct values at `ranks`, in rank order: hosts joined by ",", the others by " | ".
   std::string hosts_of(const std::vector<int>& ranks) const;
   std::string blas_build_of(const std::vector<int>& ranks) const;
   std::string gpu_of(const std::vector<int>& ranks) const;
+  std::string gpu_driver_of(const std::vector<int>& ranks) const;
 };
 // A collective: every process calls it.
 Places gather_places(const Job& job);

@@ -29,17 +29,21 @@ std::string Places::blas_build_of(const std::vector<int>& ranks) const {
   return distinct_at(blas_builds, ranks, " | ");
 }
 std::string Places::gpu_of(const std::vector<int>& ranks) const { return distinct_at(gpus, ranks, " | "); }
+std::string Places::gpu_driver_of(const std::vector<int>& ranks) const {
+  return distinct_at(gpu_drivers, ranks, " | ");
+}
 
 Places gather_places(const Job& job) {
   const Session& session = job.session;
   Places p;
-  const std::string mine =
-      (session.active() ? session.host() : host_name()) + '\t' + blas_info().build + '\t' + job.gpu;
+  const std::string mine = (session.active() ? session.host() : host_name()) + '\t' + blas_info().build + '\t' +
+                           job.gpu + '\t' + job.gpu_driver;
   for (const std::string& t : session.all_gather(mine)) {
-    const auto tab = t.find('\t'), tab2 = t.find('\t', tab + 1);
+    const auto tab = t.find('\t'), tab2 = t.find('\t', tab + 1), tab3 = t.find('\t', tab2 + 1);
     p.hosts.push_back(t.substr(0, tab));
     p.blas_builds.push_back(t.substr(tab + 1, tab2 - tab - 1));
-    p.gpus.push_back(t.substr(tab2 + 1));
+    p.gpus.push_back(t.substr(tab2 + 1, tab3 - tab2 - 1));
+    p.gpu_drivers.push_back(t.substr(tab3 + 1));
   }
   // OpenBLAS picks its kernels by CPU, LibTorch's CUDA libraries theirs by GPU: nodes of
   // two kinds compute a product with other bits.
@@ -86,7 +90,7 @@ KeyValues provenance(const Job& job, const Places& places, const std::vector<int
       {"processes", std::int64_t(ranks.size())},
       {"device", job.device.str()},
       {"gpu", places.gpu_of(ranks)},
-      {"gpu_driver", job.gpu_driver},
+      {"gpu_driver", places.gpu_driver_of(ranks)},  // recorded, not warned of: the kernels come with LibTorch
       {"deterministic", std::int64_t(job.request.options.deterministic)},
       {"command_line", command},
   };
