@@ -99,6 +99,27 @@ CudaDriverInfo cuda_driver_info(int ordinal, const char* library) {
   return info;
 }
 
+CudaLibraryVersions cuda_library_versions() {
+  // RTLD_DEFAULT: the libraries LibTorch's CUDA library was linked with, loaded
+  // with it at the program's start. Signatures as in cuda_runtime_api.h, cublas_api.h
+  // and cudnn.h (cudaError_t, cublasStatus_t and libraryPropertyType are int-sized enums).
+  CudaLibraryVersions v;
+  if (const auto runtime = reinterpret_cast<int (*)(int*)>(dlsym(RTLD_DEFAULT, "cudaRuntimeGetVersion"))) {
+    int version = 0;
+    if (runtime(&version) == 0) v.runtime = cuda_version_text(version);
+  }
+  if (const auto property = reinterpret_cast<int (*)(int, int*)>(dlsym(RTLD_DEFAULT, "cublasGetProperty"))) {
+    int major = 0, minor = 0, patch = 0;  // MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL: 0, 1, 2
+    if (property(0, &major) == 0 && property(1, &minor) == 0 && property(2, &patch) == 0) {
+      v.cublas = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+    }
+  }
+  if (const auto cudnn = reinterpret_cast<std::size_t (*)()>(dlsym(RTLD_DEFAULT, "cudnnGetVersion"))) {
+    v.cudnn = cudnn_version_text(long(cudnn()));
+  }
+  return v;
+}
+
 BlasInfo blas_info() {
   // Ask the dynamic linker which library provides sgemm_, the routine LibTorch's
   // CPU matrix products call. Debian's libblas.so.3 is an alternative that may be

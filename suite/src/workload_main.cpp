@@ -109,24 +109,28 @@ at::Device resolve_device(const std::string& name, int local_rank) {
   return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));
 }
 
-// "none" on the CPU; on a GPU, the driver's description of it and the CUDA and
-// cuDNN versions LibTorch was built with ("NVIDIA H200, compute 9.0, CUDA 13.0,
-// cuDNN 9.19.0"): with LibTorch's version, what decides a GPU run's bits
-// besides the config. `driver`: the CUDA version the driver supports.
+// "none" on the CPU; on a GPU, the driver's description of it and the versions
+// of the CUDA runtime, cuBLAS and cuDNN that compute ("NVIDIA H200, compute 9.0,
+// CUDA 13.0, cuBLAS 13.1.0, cuDNN 9.19.0"): with LibTorch's version, what decides
+// a GPU run's bits besides the config. Each library's version as the library
+// loaded tells it; where it cannot (linked in statically), the one LibTorch was
+// built with. `driver`: the CUDA version the driver supports.
 std::string gpu_identity(const at::Device& device, std::string* driver) {
   *driver = "none";
   if (!device.is_cuda()) return "none";
   const CudaDriverInfo info = cuda_driver_info(device.has_index() ? device.index() : 0);
   *driver = info.driver;
-  std::string out = info.device;
+  const CudaLibraryVersions loaded = cuda_library_versions();
+  std::string cuda = loaded.runtime, cudnn = loaded.cudnn;
   try {
     const at::CUDAHooksInterface& hooks = at::detail::getCUDAHooks();
-    out += ", CUDA " + cuda_version_text(hooks.versionCUDART());
-    if (hooks.compiledWithCuDNN()) out += ", cuDNN " + cudnn_version_text(hooks.versionCuDNN());
+    if (cuda.empty()) cuda = cuda_version_text(hooks.versionCUDART());
+    if (cudnn.empty() && hooks.compiledWithCuDNN()) cudnn = cudnn_version_text(hooks.versionCuDNN());
   } catch (const std::exception&) {
-    out += ", CUDA and cuDNN versions not told by this LibTorch";
+    if (cuda.empty()) cuda = "version not told by this LibTorch";
   }
-  return out;
+  return info.device + ", CUDA " + cuda + (loaded.cublas.empty() ? "" : ", cuBLAS " + loaded.cublas) +
+         (cudnn.empty() ? "" : ", cuDNN " + cudnn);
 }
 
 // The message of an error: as one process prints it, or with the rank and

@@ -61,8 +61,9 @@ class Gpu(TempFolderTest):
             prov = f["provenance"].attrs
             self.assertTrue(str(prov["device"]).startswith("cuda"), prov["device"])
             self.assertEqual(prov["deterministic"], 1)
-            # Which GPU, as its driver says, and the CUDA and cuDNN LibTorch was built with.
-            self.assertRegex(prov["gpu"], r"^\S.*, compute \d+\.\d+, CUDA \d+\.\d+(, cuDNN \d+\.\d+\.\d+)?$")
+            # Which GPU, as its driver says, and the CUDA runtime, cuBLAS and cuDNN that computed.
+            self.assertRegex(prov["gpu"],
+                             r"^\S.*, compute \d+\.\d+, CUDA \d+\.\d+(, cuBLAS \d+\.\d+\.\d+)?(, cuDNN \d+\.\d+\.\d+)?$")
             self.assertNotIn("not described", prov["gpu"])
             self.assertRegex(prov["gpu_driver"], r"^\d+\.\d+$")
 

@@ -1,6 +1,8 @@
 // The default thread count's inputs: which CPUs this process may use and how
 // many physical cores they are, read from a sysfs topology tree; the peak
-// resident memory a run records; the GPU as the driver describes it.
+// resident memory a run records; the GPU as the driver describes it, and the
+// versions of the CUDA libraries loaded.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "dpstudy/runtime_info.hpp"
 #include "test_support.hpp"
@@ -109,4 +112,53 @@ TEST(RuntimeInfo, AGpuTheDriverCannotDescribeIsSaidToBeSoWithWhy) {
   const CudaDriverInfo stubbed = cuda_driver_info(0, stub.c_str());
   EXPECT_EQ(stubbed.device, "device 0, not described: the driver answered error 34");
   EXPECT_EQ(stubbed.driver, "unknown");
+}
+
+namespace {
+
+// The number a header #defines NAME as ("" if it does not).
+std::string defined_in(const std::string& header, const std::string& name) {
+  std::ifstream in(header);
+  std::string word, define, value;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream(line) >> define >> word >> value;
+    if (define == "#define" && word == name) return value;
+    define.clear();
+  }
+  return "";
+}
+
+}  // namespace
+
+// The versions of the CUDA libraries loaded in the process, on the toolkit's
+// real libraries, which answer without a GPU: none before they are loaded (the
+// core links no CUDA), then each one's own, as its header beside it says, once
+// they are loaded as LibTorch's CUDA library brings them in at a GPU program's
+// start (globally, which RTLD_GLOBAL stands for).
+TEST(RuntimeInfo, TheCudaLibrariesLoadedTellTheirVersions) {
+  const CudaLibraryVersions before = cuda_library_versions();
+  EXPECT_EQ(before.runtime, "");
+  EXPECT_EQ(before.cublas, "");
+  EXPECT_EQ(before.cudnn, "");
+  const std::string folder = DPSTUDY_TEST_CUDA_LIBRARIES;
+  if (folder.empty()) GTEST_SKIP() << "no CUDA toolkit's libcudart.so here (DPSTUDY_TEST_CUDA_LIBRARIES)";
+  for (const char* name : {"libcudart.so", "libcublas.so"}) {
+    ASSERT_NE(dlopen((folder + "/" + name).c_str(), RTLD_NOW | RTLD_GLOBAL), nullptr) << dlerror();
+  }
+  const bool cudnn = dlopen((folder + "/libcudnn.so").c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr;
+  const CudaLibraryVersions loaded = cuda_library_versions();
+  const std::string include = folder + "/../include/";
+  const std::string runtime = defined_in(include + "cuda_runtime_api.h", "CUDART_VERSION");
+  ASSERT_FALSE(runtime.empty()) << "no CUDART_VERSION in " << include << "cuda_runtime_api.h";
+  EXPECT_EQ(loaded.runtime, cuda_version_text(std::stol(runtime)));
+  const std::string cublas = include + "cublas_api.h";
+  EXPECT_EQ(loaded.cublas, defined_in(cublas, "CUBLAS_VER_MAJOR") + "." + defined_in(cublas, "CUBLAS_VER_MINOR") + "." +
+                               defined_in(cublas, "CUBLAS_VER_PATCH"));
+  if (cudnn) {
+    const std::string header = include + "cudnn_version.h";
+    EXPECT_EQ(loaded.cudnn, defined_in(header, "CUDNN_MAJOR") + "." + defined_in(header, "CUDNN_MINOR") + "." +
+                                defined_in(header, "CUDNN_PATCHLEVEL"));
+  } else {
+    EXPECT_EQ(loaded.cudnn, "");
+  }
 }

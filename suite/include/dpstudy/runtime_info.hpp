@@ -38,6 +38,18 @@ CudaDriverInfo cuda_driver_info(int ordinal, const char* library = "libcuda.so.1
 std::string cuda_version_text(long version);
 // "9.19.0" from cuDNN's 91900, "8.9.7" from 8907 (CUDNN_VERSION before cuDNN 9).
 std::string cudnn_version_text(long version);
+// The versions of the CUDA libraries loaded in this process, each asked of the
+// library itself through the symbol it exports ("" where none is loaded, or it
+// is linked in statically). A GPU run's kernels come from these libraries, and a
+// PyTorch wheel loads them from packages of their own (nvidia-cublas-*,
+// nvidia-cudnn-*), which can be updated apart from it: the versions LibTorch was
+// built with need not be the ones that computed.
+struct CudaLibraryVersions {
+  std::string runtime;  // "13.0" (cudaRuntimeGetVersion)
+  std::string cublas;   // "13.1.0" (cublasGetProperty)
+  std::string cudnn;    // "9.19.0" (cudnnGetVersion)
+};
+CudaLibraryVersions cuda_library_versions();
 // "LibTorch 2.6.0, OpenBLAS 0.3.29 ... Cooperlake ...": what decides a run's bits besides
 // dpstudy and the config, in the words of run files' provenance (libtorch, blas_build).
 std::string software_stack();
