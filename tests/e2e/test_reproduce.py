@@ -3,7 +3,8 @@
 compared bit for bit: identical in one process and under mpirun, with the
 reference's thread count by default; a changed value is found and named (exit
 4); a search trial keeps its run id; a model option (ResNet depth) comes back
-too; and what cannot be a reproduction is refused (exit 2).
+too; a file of another version is reproduced with notes or refused; and what
+cannot be a reproduction is refused (exit 2).
 
 usage: test_reproduce.py MLP_EXE RESNET_EXE DPSTUDY_DATA [MPIEXEC]
 """
@@ -170,6 +171,37 @@ class Reproduce(TempFolderTest):
         self.assertIn("# not compared, recorded only in the reference (by another dpstudy version; this one does not "
                       "record them): later", out)
         self.assertIn("# reproduce: identical:", out)
+
+    def test_a_file_of_another_version_reproduces_or_is_refused_with_why(self):
+        # What another dpstudy version may have written: a file without an option newer than it
+        # (the default is used and said so), a run id computed otherwise (said so; the comparison
+        # holds), and a config key this version has no option for (refused: it cannot be trained
+        # as stored).
+        older, other_id, newer = (os.path.join(self.tmp, n + ".h5") for n in ("older", "other-id", "newer"))
+        for path in (older, other_id, newer):
+            shutil.copy(self.reference, path)
+        with h5py.File(older, "r+") as f:
+            del f["config"].attrs["eval_at_sync"]  # 0, its default
+            del f["config"].attrs["text_crc32"]  # edited texts: else a damaged file
+        with h5py.File(other_id, "r+") as f:
+            f.attrs["run_id"] = "0123456789abcdef"
+            del f.attrs["text_crc32"]
+        with h5py.File(newer, "r+") as f:
+            f["config"].attrs["option_of_a_later_version"] = 1
+            del f["config"].attrs["text_crc32"]
+        out = self.reproduce(MLP, older)
+        self.assertIn("# note: the run file has no value for eval_at_sync (an option newer than the file): the "
+                      "default was used", out)
+        self.assertNotIn("config@eval_at_sync", out)  # not a difference: the file could not record it
+        self.assertIn("# reproduce: identical", out)
+        out = self.reproduce(MLP, other_id)
+        run_id = os.path.basename(self.reference)[:-3]
+        self.assertIn(f"# note: this dpstudy gives the stored config the run id {run_id}, the file says "
+                      "0123456789abcdef (ids were computed differently by the version that wrote it)", out)
+        self.assertIn("# reproduce: identical", out)
+        self.assertIn(f"--reproduce: {newer}: its config key 'option_of_a_later_version' is no option of this "
+                      "dpstudy (the file comes from another version), so the run cannot be reproduced here",
+                      self.reproduce(MLP, newer, status=2))
 
     def test_a_search_trial_and_a_model_option_come_back(self):
         self.exe([MLP, "--dataset", "mnist", "--workers", "2", "--batch_size", "10", "--epochs", "1",
