@@ -421,6 +421,17 @@ class Analyze(TempFolderTest):
             f["index/workers"] = workers[:1]
         self.assertRegex(self.analyze("runs", damaged, status=1),
                          r"index.h5: column '\w+' has \d+ rows, '\w+' \d+: expected one row per run")
+        # An index without its run ids, and a file that is no index (another schema's).
+        index = os.path.join(damaged, "index.h5")
+        with h5py.File(index, "r+") as f:
+            del f["index/workers"]
+            del f["index/run_id"]
+        self.assertIn(f"{index}: no run_id column (a damaged or edited index; running the study again rebuilds it)",
+                      self.analyze("runs", damaged, status=1))
+        with h5py.File(index, "r+") as f:
+            f.attrs["schema"] = "dpstudy.run/1"
+            del f.attrs["text_crc32"]  # an edited text: else a damaged file
+        self.assertIn(f"{index}: not a dpstudy.index/1 index", self.analyze("summary", damaged, status=2))
 
     def test_run_files_the_index_does_not_list_are_named(self):
         # The runs read are the index's rows: a study stopped between writing a run's

@@ -341,6 +341,12 @@ class Results(TempFolderTest):
                       r.stdout)
         self.assertEqual(r.stdout.count(": starting"), 4)
         self.assertIn("# study mlp-mnist done: 4 runs in", r.stdout)
+        # A group gone (a file cut short by an editor's crash, or a script's slip).
+        with h5py.File(files[0], "r+") as f:
+            del f["summary"]
+        r = self.run_study(*args[:-1], output=out)
+        self.assertIn("no /summary group); rerunning", r.stdout)
+        self.assertEqual(r.stdout.count(": starting"), 1)
         analyzed = subprocess.run([ANALYZE, "curves", os.path.join(out, "mlp-mnist"), "--by", "workers"],
                                   capture_output=True, text=True, timeout=120)
         self.assertEqual(analyzed.returncode, 0, analyzed.stderr)

@@ -166,6 +166,11 @@ class Throughput(TempFolderTest):
         with h5py.File(older, "r+") as f:
             del f["provenance"]
         self.assertIn("\n# measured with: not recorded (a table from before 2026-12-03)\n", table(older))
+        # A table without the columns a speed-up needs (an edited file, or another program's).
+        with h5py.File(older, "r+") as f:
+            del f["throughput/samples_per_s"]
+        self.assertIn(f"{older}: /throughput has no workers, batch_size or samples_per_s column (not a table of "
+                      "--mode throughput?)", table(older, status=1))
         # --where keeps points, not their baseline; the file itself may be given.
         rows = list(csv.DictReader(io.StringIO(table(os.path.join(out, "s", "throughput.h5"), "--where", "workers=4",
                                                      "--where", "sync_period=4", "--format", "csv"))))
