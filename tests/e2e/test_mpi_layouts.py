@@ -485,6 +485,13 @@ class Layouts(TempFolderTest):
                       "outside a study spreads its workers over all of them", r.stderr)
         self.assertNotIn("MPI_ABORT", r.stderr)
         self.assertNotIn("# config:", r.stdout)  # refused before it starts
+        # Groups of local SGD that would straddle processes unevenly: refused at the start, once.
+        r, _ = self.study(os.path.join(self.tmp, "uneven-groups"), 2, "--workers", "12", "--group_size", "4",
+                          "--group_sync_period", "2", "--sync_period", "4")
+        self.assertEqual((r.returncode, r.stderr.count("error:")), (2, 1), r.stdout + r.stderr)
+        self.assertIn("dpstudy-mlp-mnist: error: --group_size: '4' must divide, or be a multiple of, the workers per "
+                      "process (12 / 2 processes = 6)", r.stderr)
+        self.assertNotIn("MPI_ABORT", r.stderr)
 
     def without_line(self, stderr, line):
         # The launcher forwards each process's stderr as it reads it: rank 0's line can land
