@@ -172,7 +172,7 @@ class Reproduce(TempFolderTest):
                       "record them): later", out)
         self.assertIn("# reproduce: identical:", out)
 
-    def test_a_file_of_another_version_reproduces_or_is_refused_with_why(self):
+    def test_a_file_of_another_version_or_machine_reproduces_or_is_refused_with_why(self):
         # What another dpstudy version may have written: a file without an option newer than it
         # (the default is used and said so), a run id computed otherwise (said so; the comparison
         # holds), and a config key this version has no option for (refused: it cannot be trained
@@ -202,6 +202,15 @@ class Reproduce(TempFolderTest):
         self.assertIn(f"--reproduce: {newer}: its config key 'option_of_a_later_version' is no option of this "
                       "dpstudy (the file comes from another version), so the run cannot be reproduced here",
                       self.reproduce(MLP, newer, status=2))
+        # A run of a big node's many threads on a small machine: refused, not started on 100,000 threads.
+        big_node = os.path.join(self.tmp, "big-node.h5")
+        shutil.copy(self.reference, big_node)
+        with h5py.File(big_node, "r+") as f:
+            f["provenance"].attrs["threads"] = 100000
+            del f["provenance"].attrs["text_crc32"]
+        self.assertRegex(self.reproduce(MLP, big_node, status=2),
+                         r"--reproduce: the run used 100000 threads per process, more than 4 per core of the \d+ "
+                         r"cores here; give --threads N, knowing that another thread count may change the bits")
 
     def test_a_search_trial_and_a_model_option_come_back(self):
         self.exe([MLP, "--dataset", "mnist", "--workers", "2", "--batch_size", "10", "--epochs", "1",
