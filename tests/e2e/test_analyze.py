@@ -978,6 +978,14 @@ class Analyze(TempFolderTest):
                      "sync_period=1", "--output", folder)
         with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
             self.assertIn("(no table: --factors 'sync_period' has one value (1) in the 12 runs read", f.read())
+        # So does the comparison of a --factor of one value (the other parts are made).
+        self.analyze("report", self.main, "--by", "overlap,sync_period", "--factor", "overlap", "--where",
+                     "overlap=0", "--output", folder)
+        with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertRegex(text, r"## Comparisons of overlap\n(.|\n)*\(no table: --factor 'overlap' has one value \(0\) "
+                               r"in the \d+ runs read")
+        self.assertIn("## Factorial ANOVA", text)
         os.remove(os.path.join(folder, "report.md"))
         for args, message in ((["--factor", "ovrlap"], "--factor 'ovrlap' is not a column of the index"),
                               (["--factor", "overlap", "--baseline", "0.7"], "--baseline: '0.7' is not a level"),
