@@ -10,6 +10,8 @@
 #include "damage_sweep.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/fixtures.hpp"
+#include "dpstudy/hdf5.hpp"
+#include "dpstudy/results.hpp"
 #include "dpstudy/trainer.hpp"
 #include "test_support.hpp"
 
@@ -64,4 +66,46 @@ TEST(CheckpointDamage, EveryFlippedBitOfACheckpointIsRefusedOrHarmless) {
     EXPECT_NE(intact.find(part), std::string::npos) << part;
   }
   sweep(path, "checkpoint", 29);
+}
+
+// A checkpoint is resumed only by the run it belongs to: one of another
+// configuration (a file copied between studies, or a run id computed alike by
+// mistake) and a file of another kind are refused, naming the file and why, and
+// the run then starts over.
+TEST(CheckpointDamage, AnotherRunsCheckpointOrAnotherFileIsRefusedWithWhy) {
+  ScratchDir scratch;
+  write_fixtures(scratch.str(), {240, 50, 5, false});
+  const TrainingData data = prepare_data(load_dataset("mnist", Split::train, {scratch.str()}),
+                                         load_dataset("mnist", Split::test, {scratch.str()}));
+  RunConfig c;
+  c.dataset = "mnist";
+  c.workers = 2;
+  c.batch_size = 8;
+  c.lr = 0.05;
+  c.epochs = 1;
+  c.seed = 11;
+  const std::string path = scratch.str() + "/run.ckpt.h5";
+  const auto model = [] { return std::make_shared<NarrowMlp>(); };
+  {
+    InProcessCommunicator comm(2);
+    Trainer t(c, model, data, comm);
+    t.run(nullptr, {path, 0, 7});
+  }
+  RunConfig other = c;
+  other.seed = 12;
+  InProcessCommunicator comm(2);
+  Trainer t(other, model, data, comm);
+  const auto refusal = [&t](const std::string& file) {
+    try {
+      t.restore_checkpoint(file);
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("restored");
+  };
+  EXPECT_EQ(refusal(path), path + ": is a checkpoint of another configuration");
+  const std::string not_one = scratch.str() + "/other.h5";
+  h5::File::create(not_one).root().set("schema", "dpstudy.run/1");
+  EXPECT_EQ(refusal(not_one), not_one + ": not a " + std::string(kCheckpointSchema) + " file");
+  EXPECT_EQ(t.current_step(), 0);  // nothing of either was taken
 }
