@@ -28,24 +28,34 @@ struct NarrowMlp : Model {
   torch::nn::Linear fc1, fc2;
 };
 
-}  // namespace
+// 240 training and 50 test images, generated in `folder`.
+TrainingData small_data(const std::string& folder) {
+  write_fixtures(folder, {240, 50, 5, false});
+  return prepare_data(load_dataset("mnist", Split::train, {folder}), load_dataset("mnist", Split::test, {folder}));
+}
 
-TEST(CheckpointDamage, EveryFlippedBitOfACheckpointIsRefusedOrHarmless) {
-  ScratchDir scratch;
-  write_fixtures(scratch.str(), {240, 50, 5, false});
-  const TrainingData data = prepare_data(load_dataset("mnist", Split::train, {scratch.str()}),
-                                         load_dataset("mnist", Split::test, {scratch.str()}));
+// Two workers, batch 8, one epoch: 15 steps.
+RunConfig small_run() {
   RunConfig c;
   c.dataset = "mnist";
   c.workers = 2;
   c.batch_size = 8;
   c.lr = 0.05;
+  c.epochs = 1;
+  c.seed = 11;
+  return c;
+}
+
+}  // namespace
+
+TEST(CheckpointDamage, EveryFlippedBitOfACheckpointIsRefusedOrHarmless) {
+  ScratchDir scratch;
+  const TrainingData data = small_data(scratch.str());
+  RunConfig c = small_run();
   c.optimizer = OptimizerKind::momentum;
   c.momentum = 0.9;
   c.sync_period = 4;  // the replicas differ between averagings: each worker's weights are its own
   c.eval_every = 3;
-  c.epochs = 1;
-  c.seed = 11;
   const std::string path = scratch.str() + "/run.ckpt.h5";
   {
     InProcessCommunicator comm(2);
@@ -74,16 +84,8 @@ TEST(CheckpointDamage, EveryFlippedBitOfACheckpointIsRefusedOrHarmless) {
 // the run then starts over.
 TEST(CheckpointDamage, AnotherRunsCheckpointOrAnotherFileIsRefusedWithWhy) {
   ScratchDir scratch;
-  write_fixtures(scratch.str(), {240, 50, 5, false});
-  const TrainingData data = prepare_data(load_dataset("mnist", Split::train, {scratch.str()}),
-                                         load_dataset("mnist", Split::test, {scratch.str()}));
-  RunConfig c;
-  c.dataset = "mnist";
-  c.workers = 2;
-  c.batch_size = 8;
-  c.lr = 0.05;
-  c.epochs = 1;
-  c.seed = 11;
+  const TrainingData data = small_data(scratch.str());
+  const RunConfig c = small_run();
   const std::string path = scratch.str() + "/run.ckpt.h5";
   const auto model = [] { return std::make_shared<NarrowMlp>(); };
   {
