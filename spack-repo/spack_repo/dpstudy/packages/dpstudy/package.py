@@ -98,4 +98,10 @@ class Dpstudy(CMakePackage, CudaPackage):
             # The e2e tests run under Spack's Python (py-h5py, py-pandas, py-scipy),
             # not /usr/bin/python3.
             args.append(self.define("DPSTUDY_TEST_PYTHON", spec["python"].command.path))
+            if spec.satisfies("+cuda"):
+                # The toolkit's driver stub and runtime libraries: the GPU look-ups' unit tests
+                # (skipped where CMake finds none under /usr/local/cuda*).
+                lib = join_path(spec["cuda"].prefix, "lib64")
+                args.append(self.define("DPSTUDY_TEST_CUDA_DRIVER_STUB", join_path(lib, "stubs", "libcuda.so")))
+                args.append(self.define("DPSTUDY_TEST_CUDA_LIBRARIES", lib))
         return args
