@@ -1,7 +1,8 @@
 // A real checkpoint through the damage sweep (damage_sweep.hpp): a run of two
 // workers under local SGD, with evaluations, checkpointed by Trainer::run, then
 // damaged one flipped bit at a time. Every copy must be refused (resuming then
-// starts the run over) or read exactly as the intact file. The writer needs
+// starts the run over) or read exactly as the intact file; so must another
+// run's checkpoint and a file of another kind. The writer needs
 // LibTorch, so this lives beside the engine's tests; the run file and the
 // index are swept in test_hdf5_damage.cpp.
 #include <gtest/gtest.h>
