@@ -288,6 +288,7 @@ void check_series(const h5::Group& root, const std::string& path) {
       }
       if (kind == 's') throw Hdf5Error(path, group + "/" + column + " holds text, expected numbers");
       g.read_doubles(column);  // reading checks the values' checksum (hdf5.cpp): a damaged value, a damaged file
+      g.dataset_units(column);  // and its texts' (dpstudy-analyze reads the units): a damaged unit, too
     }
   }
 }
