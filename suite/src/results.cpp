@@ -287,7 +287,8 @@ void check_series(const h5::Group& root, const std::string& path) {
                                   ": expected one value per step (a damaged or edited run file)");
       }
       if (kind == 's') throw Hdf5Error(path, group + "/" + column + " holds text, expected numbers");
-      g.read_doubles(column);  // reading checks the values' checksum (hdf5.cpp): a damaged value, a damaged file
+      g.read_doubles(
+          column);  // reading checks the values' checksum (hdf5_integrity.cpp): a damaged value, a damaged file
       g.dataset_units(column);  // and its texts' (dpstudy-analyze reads the units): a damaged unit, too
     }
   }

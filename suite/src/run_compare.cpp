@@ -25,7 +25,7 @@ bool is_measurement(const std::string& name) {
 // Numbers compare by their bits, so "equal" means bit for bit; but any NaN
 // equals any NaN: its sign and payload tell which operand of a commutative
 // addition was a NaN, which differs between process layouts (results are
-// written with one NaN since 2026-11-30: hdf5.cpp).
+// written with one NaN since 2026-11-30: hdf5_detail.hpp, one_nan).
 template <typename T>
 bool same_value(const T& a, const T& b) {
   if constexpr (std::is_floating_point_v<T>) {

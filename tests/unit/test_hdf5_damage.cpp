@@ -1,7 +1,7 @@
 // Damaged result files, byte by byte: a run file and an index (the real
 // writers, a small run) go through the damage sweep (damage_sweep.hpp): every
 // copy with one flipped bit must be refused or read exactly as the intact file.
-// Before the texts' checksums and the global heap's check (hdf5.cpp), of 246
+// Before the texts' checksums and the global heap's check (hdf5_integrity.cpp), of 246
 // copies damaged at every 97th byte of a run file, 4 were read with another
 // text (a unit, a provenance value) and 1 crashed HDF5 1.10.8; then the index's
 // text columns, variable-length, crashed it at a damaged reference into the
