@@ -607,7 +607,8 @@ class Analyze(TempFolderTest):
             del f["provenance"].attrs["blas_build"]
         subprocess.run(rerun, check=True, stdout=subprocess.DEVNULL)
         self.assertNotIn("warning", self.analyze("summary", folder, "--by", "sync_period"))
-        # A run of another build of dpstudy (edited code, say): the index's dpstudy_build.
+        # A run of another build of dpstudy (edited code, say): the index's dpstudy_build. (Its
+        # git_changes as files before 2026-12-04 have it, without the changes' digest.)
         with h5py.File(runs[1], "r+") as f:
             f["provenance"].attrs["git_commit"] = "0123456789abcdef"
             f["provenance"].attrs["git_changes"] = "uncommitted"

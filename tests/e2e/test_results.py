@@ -123,7 +123,7 @@ class Results(TempFolderTest):
             self.assertEqual(f["index/gpu"][0].decode(), run["provenance"].attrs["gpu"])
             self.assertIn("sha256=", run["provenance"].attrs["dataset_checksums"])
             # The checkout's state when built (tests/e2e/build_info_git.sh checks each case).
-            self.assertIn(run["provenance"].attrs["git_changes"], ("none", "uncommitted", "unknown"))
+            self.assertRegex(run["provenance"].attrs["git_changes"], r"^(none|uncommitted [0-9a-f]{12}|unknown)$")
             if "OpenBLAS" in run["provenance"].attrs["blas"]:  # its version and the kernels this CPU got
                 self.assertRegex(run["provenance"].attrs["blas_build"], r"^OpenBLAS \d+\.\d+\.\d+ .*[A-Za-z]")
             self.assertEqual(run["summary"].attrs["status"], "completed")
@@ -455,14 +455,14 @@ class Results(TempFolderTest):
         # Edited code (committed or not) or another version may train otherwise: the
         # finished runs' provenance names the build, compared where both tell.
         out = os.path.join(self.tmp, "other-build")
-        self.assertEqual(self.run_study("--workers", "1,2,4", "--quiet", output=out).returncode, 0)
+        self.assertEqual(self.run_study("--workers", "1,2,4,8", "--quiet", output=out).returncode, 0)
         runs = sorted(glob.glob(os.path.join(out, "mlp-mnist", "runs", "*.h5")))
         edits = [{"dpstudy_version": "0.0.9"}, {"git_changes": "-"}]  # "-": a file from before git_changes
         with h5py.File(runs[0], "r") as f:
             prov = f["provenance"].attrs
             version, commit, changes = prov["dpstudy_version"], prov["git_commit"], prov["git_changes"]
-        if commit != "unknown":  # this build was made in a git checkout
-            edits.append({"git_commit": "0123456789abcdef", "git_changes": "uncommitted"})
+        if commit != "unknown":  # this build was made in a git checkout: two runs of other changes to its commit
+            edits += [{"git_changes": "uncommitted 0123456789ab"}] * 2
         for run, edit in zip(runs, edits):
             with h5py.File(run, "r+") as f:
                 for key, value in edit.items():
@@ -473,11 +473,16 @@ class Results(TempFolderTest):
                 del f["provenance"].attrs["text_crc32"]  # edited texts: their checksum goes (else: a damaged file)
         r = self.run_study("--workers", "1,2,4,8", "--dry_run", output=out)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        this = commit[:12] + (" with uncommitted changes" if changes == "uncommitted" else "")
-        told, others = (2, ", and others") if len(edits) == 3 else (1, "")  # not the file that lacks git_changes
-        self.assertIn(f"# warning: {told} of the 3 complete runs were made by another build of dpstudy (dpstudy "
-                      f"0.0.9, commit {this}{others}) than this process's (dpstudy {version}, commit {this}): if the "
-                      "code that trains changed, runs trained now differ from theirs", r.stdout)
+        this = commit[:12] + (" with uncommitted changes" + changes[len("uncommitted"):]
+                              if changes.startswith("uncommitted") else "")
+        # The most common other build named; not the file that lacks git_changes.
+        if len(edits) == 4:
+            told, named = 3, f"dpstudy {version}, commit {commit[:12]} with uncommitted changes 0123456789ab, and others"
+        else:
+            told, named = 1, f"dpstudy 0.0.9, commit {this}"
+        self.assertIn(f"# warning: {told} of the 4 complete runs were made by another build of dpstudy ({named}) "
+                      f"than this process's (dpstudy {version}, commit {this}): if the code that trains changed, runs "
+                      "trained now differ from theirs", r.stdout)
 
     def test_jobs_sharing_a_study_on_other_copies_of_the_data_are_told(self):
         # Two jobs started at once on one study, each with its own copy (node-local
