@@ -106,6 +106,7 @@ struct Job {
   at::Device device;
   std::string gpu;         // this process's GPU as provenance names it (gpu_identity); "none" on the CPU
   std::string gpu_driver;  // the CUDA version its driver supports; "none" on the CPU
+  std::string cpu_capability;  // ATen's CPU kernels in this process ("AVX2": aten_cpu_capability)
   Execution execution;
   std::string prog, workload;
   int argc;
@@ -116,18 +117,20 @@ struct Job {
 // The job's first lines: version, BLAS, threads, the GPU.
 void print_header(const Job& job);
 
-// Where the job's processes compute: each one's host, BLAS build, GPU and GPU
-// driver, by world rank. A run on processes of two BLAS builds or two kinds of GPU does not
-// give the bits of one process.
+// Where the job's processes compute: each one's host, BLAS build, GPU, GPU
+// driver and ATen CPU kernels, by world rank. A run on processes of two BLAS
+// builds, two kinds of GPU or two levels of ATen's CPU kernels does not give the
+// bits of one process.
 struct Places {
-  std::vector<std::string> hosts, blas_builds, gpus, gpu_drivers;
-  std::string note;  // "# warning: ..." lines when the processes' BLAS builds or GPUs differ; "" if not
+  std::vector<std::string> hosts, blas_builds, gpus, gpu_drivers, cpu_capabilities;
+  std::string note;  // "# warning: ..." lines when the processes' BLAS builds, GPUs or CPU kernels differ; "" if not
 
   // The distinct values at `ranks`, in rank order: hosts joined by ",", the others by " | ".
   std::string hosts_of(const std::vector<int>& ranks) const;
   std::string blas_build_of(const std::vector<int>& ranks) const;
   std::string gpu_of(const std::vector<int>& ranks) const;
   std::string gpu_driver_of(const std::vector<int>& ranks) const;
+  std::string cpu_capability_of(const std::vector<int>& ranks) const;
 };
 // A collective: every process calls it.
 Places gather_places(const Job& job);

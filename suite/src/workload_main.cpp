@@ -7,6 +7,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <boost/program_options/errors.hpp>
 
@@ -51,9 +52,10 @@ void print_header(const Job& job) {
   const BlasInfo blas = blas_info();
   std::printf("# %s, dpstudy %s (commit %s), LibTorch %s\n", job.prog.c_str(), b.version.c_str(),
               commit_line(b).c_str(), torch_version().c_str());
-  std::printf("# BLAS: %s, %s (%s); intra-op threads %d; parallel %s; deterministic algorithms %s\n", blas.kind.c_str(),
-              blas.library.c_str(), blas.build.c_str(), at::get_num_threads(), job.request.options.parallel.c_str(),
-              at::globalContext().deterministicAlgorithms() ? "on" : "off");
+  std::printf(
+      "# BLAS: %s, %s (%s); ATen CPU kernels %s; intra-op threads %d; parallel %s; deterministic algorithms %s\n",
+      blas.kind.c_str(), blas.library.c_str(), blas.build.c_str(), job.cpu_capability.c_str(), at::get_num_threads(),
+      job.request.options.parallel.c_str(), at::globalContext().deterministicAlgorithms() ? "on" : "off");
   if (job.device.is_cuda()) {
     std::printf("# GPU: %s (%s; its driver: CUDA %s)\n", job.gpu.c_str(), job.device.str().c_str(),
                 job.gpu_driver.c_str());
@@ -107,6 +109,21 @@ at::Device resolve_device(const std::string& name, int local_rank) {
     return at::kCPU;
   }
   return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));
+}
+
+// ATen's CPU kernel level ("AVX2", "AVX512", "NO AVX"): picked by CPU kind, or
+// set with ATEN_CPU_CAPABILITY, it decides the bits of LibTorch's vectorised
+// element-wise and reduction kernels as the BLAS build decides a product's (runs
+// reproduced here under ATEN_CPU_CAPABILITY=default differed within their first
+// steps). From at::show_config(), which every LibTorch has (1.13 declares no
+// at::get_cpu_capability); "-" where it does not say.
+std::string aten_cpu_capability() {
+  const std::string config = at::show_config();
+  const std::string key = "CPU capability usage: ";
+  const auto pos = config.find(key);
+  if (pos == std::string::npos) return "-";
+  const auto from = pos + key.size();
+  return config.substr(from, config.find('\n', from) - from);
 }
 
 // "none" on the CPU; on a GPU, the driver's description of it and the versions
@@ -450,6 +467,7 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
                     device,
                     gpu,
                     gpu_driver,
+                    aten_cpu_capability(),
                     Execution{parse_parallelism(g.parallel), g.threads},
                     prog,
                     workload.name,

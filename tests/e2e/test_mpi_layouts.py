@@ -541,18 +541,24 @@ class Layouts(TempFolderTest):
         r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
-    def test_processes_of_two_blas_builds_are_warned_of_and_recorded(self):
-        # Nodes of two kinds in one allocation: OpenBLAS picks other kernels on each, as it
-        # does here for rank 1 told to take the SSE3 (Prescott) ones.
-        out = os.path.join(self.tmp, "two-builds")
+    def run_on_two_kinds(self, name, export):
+        """A run on 2 processes, rank 1's with `export` (VAR=VALUE) in its environment, as on a node of
+        another kind: the job's result and the run's file."""
+        out = os.path.join(self.tmp, name)
         rank = '"${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"'
-        cmd = [MPIEXEC, "-n", "2", "sh", "-c", f'if [ {rank} = 1 ]; then export OPENBLAS_CORETYPE=Prescott; fi; '
+        cmd = [MPIEXEC, "-n", "2", "sh", "-c", f'if [ {rank} = 1 ]; then export {export}; fi; '
                'exec "$@"', "sh", EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10",
                "--epochs", "1", "--output", out, "--name", "s", "--threads", "1", "--workers", "2",
                "--procs_per_run", "2", "--quiet"]
         r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         (run,) = glob.glob(os.path.join(out, "s", "runs", "*.h5"))
+        return r, run
+
+    def test_processes_of_two_blas_builds_are_warned_of_and_recorded(self):
+        # Nodes of two kinds in one allocation: OpenBLAS picks other kernels on each, as it
+        # does here for rank 1 told to take the SSE3 (Prescott) ones.
+        r, run = self.run_on_two_kinds("two-builds", "OPENBLAS_CORETYPE=Prescott")
         with h5py.File(run, "r") as f:
             prov = f["provenance"].attrs
             blas, build, host = prov["blas"], prov["blas_build"], prov["hostname"]
@@ -571,6 +577,19 @@ class Layouts(TempFolderTest):
         (run,) = glob.glob(os.path.join(self.tmp, "one-build", "s", "runs", "*.h5"))
         with h5py.File(run, "r") as f:
             self.assertNotIn("|", f["provenance"].attrs["blas_build"])
+            self.assertNotIn("|", f["provenance"].attrs["cpu_capability"])
+
+    def test_processes_of_two_levels_of_aten_cpu_kernels_are_warned_of_and_recorded(self):
+        # ATen picks its CPU kernels by CPU kind too; rank 1 here is told to take the plainest.
+        r, run = self.run_on_two_kinds("two-kernel-levels", "ATEN_CPU_CAPABILITY=default")
+        with h5py.File(run, "r") as f:
+            kernels = f["provenance"].attrs["cpu_capability"]
+        if kernels == "NO AVX":
+            self.skipTest("ATen's plainest CPU kernels are already this CPU's")
+        self.assertRegex(kernels, r"^[A-Z0-9 ]+ \| NO AVX$")
+        self.assertRegex(r.stdout, r"# warning: the job's processes use 2 levels of ATen's CPU kernels \(rank 0 on "
+                                   r"\S+: [A-Z0-9 ]+; rank 1 on \S+: NO AVX\): a run on processes of two levels does "
+                                   r"not give the bits of one process")
 
     def test_groups_stop_taking_runs_once_another_job_finishes_one_on_other_files(self):
         # Job B trains seed 2 alone on one copy; job A, 2 processes taking runs on

@@ -42,18 +42,18 @@ class Reproduce(TempFolderTest):
         cls.reference_workers = glob.glob(os.path.join(cls.tmp, "ref-workers", "runs", "*.h5"))[0]
 
     @classmethod
-    def exe(cls, cmd, status=0, mpi=0):
+    def exe(cls, cmd, status=0, mpi=0, env=None):
         cmd = [cmd[0], "--data_dir", cls.data, "--quiet", *cmd[1:]]
         if mpi:
             cmd = [MPIEXEC, "-n", str(mpi), "--oversubscribe"] + cmd
-        r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(MPI_ENV, **(env or {})), timeout=600)
         if r.returncode != status:
             raise AssertionError(f"{cmd}: exit {r.returncode}, expected {status}\n{r.stdout}\n{r.stderr}")
         return r.stdout + r.stderr
 
-    def reproduce(self, exe, reference, *extra, status=0, mpi=0):
+    def reproduce(self, exe, reference, *extra, status=0, mpi=0, env=None):
         return self.exe([exe, "--reproduce", reference, "--output", os.path.join(self.tmp, "again"), *extra],
-                        status=status, mpi=mpi)
+                        status=status, mpi=mpi, env=env)
 
     def test_a_run_reproduces_bit_for_bit_with_its_threads(self):
         out = self.reproduce(MLP, self.reference)
@@ -67,6 +67,19 @@ class Reproduce(TempFolderTest):
         run_id = os.path.basename(self.reference)[:-3]
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "again", "reproduce-" + run_id, "runs",
                                                     run_id + ".h5")))
+
+    def test_atens_other_cpu_kernels_change_the_bits_and_are_named(self):
+        # ATen's kernel level decides the bits of its vectorised kernels (a loss's sum, say) as
+        # the BLAS build decides a product's: forced to the plainest, the run differs (within
+        # its first steps), and the provenance says why.
+        with h5py.File(self.reference_workers, "r") as f:
+            kernels = f["provenance"].attrs["cpu_capability"]
+        if kernels == "NO AVX":
+            self.skipTest("ATen's plainest CPU kernels are already this CPU's")
+        out = self.reproduce(MLP, self.reference_workers, status=4, env={"ATEN_CPU_CAPABILITY": "default"})
+        self.assertIn(f"  cpu_capability    {kernels} -> NO AVX\n", out)
+        self.assertRegex(out, r"train/loss: \d+ of \d+ values differ, the first at row \d+ \(step \d+\)")
+        self.assertIn("# reproduce: DIFFERENT:", out)
 
     def test_without_output_it_writes_under_results_and_compares(self):
         # The documented form. Without --output it trained the run as a single

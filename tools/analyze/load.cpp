@@ -294,7 +294,7 @@ void warn_of_copies(Runs& r, const std::vector<std::string>& grouped_by) {
 
 std::vector<std::string> varying_stack_keys(const Runs& r) {
   std::vector<std::string> out;
-  for (const char* key : {"libtorch", "blas_build", "gpu", "dpstudy_build"}) {
+  for (const char* key : {"libtorch", "blas_build", "cpu_capability", "gpu", "dpstudy_build"}) {
     std::set<std::string> values;  // those recorded: files older than a column have none, not another
     for (const Run& run : r.runs) {
       if (const auto v = run.text(key); v && !v->empty()) values.insert(*v);
@@ -310,17 +310,19 @@ void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
   const auto varies = [&varying](const char* key) {
     return std::find(varying.begin(), varying.end(), key) != varying.end();
   };
-  const bool gpu = varies("gpu"), code = varies("dpstudy_build");
-  // (LibTorch, BLAS build[, GPU][, dpstudy build]) -> runs; "" where a file does not record it.
+  const bool cpu = varies("cpu_capability"), gpu = varies("gpu"), code = varies("dpstudy_build");
+  // The parts of a stack: each one's key and the words before its value.
+  std::vector<std::pair<const char*, const char*>> parts = {{"libtorch", "LibTorch "}, {"blas_build", ", "}};
+  if (cpu) parts.emplace_back("cpu_capability", ", ATen CPU kernels ");
+  if (gpu) parts.emplace_back("gpu", ", GPU ");
+  if (code) parts.emplace_back("dpstudy_build", ", dpstudy ");
+  // (LibTorch, BLAS build[, ATen CPU kernels][, GPU][, dpstudy build]) -> runs; "" where a file does not record it.
   std::map<std::vector<std::string>, int> stacks;
   // A group's values of grouped_by and a varying key -> that key's recorded values in the group.
   std::map<std::pair<std::vector<std::string>, std::string>, std::set<std::string>> mixed;
   for (const Run& run : r.runs) {
     std::vector<std::string> stack;
-    stack.push_back(run.text("libtorch").value_or(""));
-    stack.push_back(run.text("blas_build").value_or(""));
-    if (gpu) stack.push_back(run.text("gpu").value_or(""));
-    if (code) stack.push_back(run.text("dpstudy_build").value_or(""));
+    for (const auto& part : parts) stack.push_back(run.text(part.first).value_or(""));
     ++stacks[stack];
     std::vector<std::string> group;
     for (const std::string& k : grouped_by) group.push_back(k.empty() ? "" : run.text(k).value_or(""));
@@ -353,19 +355,18 @@ void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
     folded = folded || !known;
     std::string name;
     for (std::size_t i = 0; i < stack.size(); ++i) {
-      const std::string value = stack[i].empty() ? "not recorded" : stack[i];
-      name += i == 0          ? "LibTorch " + value
-              : i == 1        ? ", " + value
-              : i == 2 && gpu ? ", GPU " + value
-                              : ", dpstudy " + value;
+      name += parts[i].second + (stack[i].empty() ? std::string("not recorded") : stack[i]);
     }
     list += (list.empty() ? "" : "; ") + name + ": " + std::to_string(n) + " run(s)";
   }
   if (folded) list += "; the runs whose files do not record it all counted with a build they may be";
   const std::string& key = varying.front();
+  std::string also;  // "levels of ATen's CPU kernels or GPUs"
+  if (cpu) also = "levels of ATen's CPU kernels";
+  if (gpu) also += (also.empty() ? "" : " or ") + std::string("GPUs");
   r.warnings.push_back("the runs read were made with " + std::to_string(builds) +
                        (code ? " builds of LibTorch, the BLAS or dpstudy" : " LibTorch or BLAS builds") +
-                       (gpu ? (code ? ", or GPUs (" : " or GPUs (") : " (") + list +
+                       (also.empty() ? " (" : (code ? ", or " : " or ") + also + " (") + list +
                        "): a group that mixes them pools runs that do not reproduce each other bit for bit" +
                        (code ? " (nor train alike, if the code that trains changed)" : "") +
                        " (docs/studies.md#reproducing-a-run). Compare by it (--factor " + key + ", --by " + key +

@@ -51,7 +51,8 @@ struct CudaLibraryVersions {
 };
 CudaLibraryVersions cuda_library_versions();
 // "LibTorch 2.6.0, OpenBLAS 0.3.29 ... Cooperlake ...": what decides a run's bits besides
-// dpstudy and the config, in the words of run files' provenance (libtorch, blas_build).
+// dpstudy and the config, in the words of run files' provenance (libtorch, blas_build),
+// but for ATen's CPU kernels (cpu_capability) and the GPU, which a job looks up.
 std::string software_stack();
 // The running executable's path, from /proc/self/exe ("" where that is unreadable).
 std::string executable_path();
