@@ -106,7 +106,7 @@ struct Job {
   at::Device device;
   std::string gpu;         // this process's GPU as provenance names it (gpu_identity); "none" on the CPU
   std::string gpu_driver;  // the CUDA version its driver supports; "none" on the CPU
-  std::string cpu_capability;  // ATen's CPU kernels in this process ("AVX2": aten_cpu_capability)
+  std::string cpu_kernels;  // LibTorch's own CPU kernels in this process ("ATen AVX2, oneDNN 2.6.3 avx2")
   Execution execution;
   std::string prog, workload;
   int argc;
@@ -118,11 +118,11 @@ struct Job {
 void print_header(const Job& job);
 
 // Where the job's processes compute: each one's host, BLAS build, GPU, GPU
-// driver and ATen CPU kernels, by world rank. A run on processes of two BLAS
-// builds, two kinds of GPU or two levels of ATen's CPU kernels does not give the
-// bits of one process.
+// driver and LibTorch's CPU kernels, by world rank. A run on processes of two BLAS
+// builds, two kinds of GPU or two sets of CPU kernels does not give the bits of
+// one process.
 struct Places {
-  std::vector<std::string> hosts, blas_builds, gpus, gpu_drivers, cpu_capabilities;
+  std::vector<std::string> hosts, blas_builds, gpus, gpu_drivers, cpu_kernels;
   std::string note;  // "# warning: ..." lines when the processes' BLAS builds, GPUs or CPU kernels differ; "" if not
 
   // The distinct values at `ranks`, in rank order: hosts joined by ",", the others by " | ".
@@ -130,7 +130,7 @@ struct Places {
   std::string blas_build_of(const std::vector<int>& ranks) const;
   std::string gpu_of(const std::vector<int>& ranks) const;
   std::string gpu_driver_of(const std::vector<int>& ranks) const;
-  std::string cpu_capability_of(const std::vector<int>& ranks) const;
+  std::string cpu_kernels_of(const std::vector<int>& ranks) const;
 };
 // A collective: every process calls it.
 Places gather_places(const Job& job);

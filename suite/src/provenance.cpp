@@ -32,15 +32,15 @@ std::string Places::gpu_of(const std::vector<int>& ranks) const { return distinc
 std::string Places::gpu_driver_of(const std::vector<int>& ranks) const {
   return distinct_at(gpu_drivers, ranks, " | ");
 }
-std::string Places::cpu_capability_of(const std::vector<int>& ranks) const {
-  return distinct_at(cpu_capabilities, ranks, " | ");
+std::string Places::cpu_kernels_of(const std::vector<int>& ranks) const {
+  return distinct_at(cpu_kernels, ranks, " | ");
 }
 
 Places gather_places(const Job& job) {
   const Session& session = job.session;
   Places p;
   const std::string mine = (session.active() ? session.host() : host_name()) + '\t' + blas_info().build + '\t' +
-                           job.gpu + '\t' + job.gpu_driver + '\t' + job.cpu_capability;
+                           job.gpu + '\t' + job.gpu_driver + '\t' + job.cpu_kernels;
   for (const std::string& t : session.all_gather(mine)) {
     std::vector<std::string> fields;
     for (std::size_t from = 0;;) {
@@ -54,10 +54,10 @@ Places gather_places(const Job& job) {
     p.blas_builds.push_back(fields[1]);
     p.gpus.push_back(fields[2]);
     p.gpu_drivers.push_back(fields[3]);
-    p.cpu_capabilities.push_back(fields[4]);
+    p.cpu_kernels.push_back(fields[4]);
   }
-  // OpenBLAS picks its kernels by CPU, as ATen does its own, LibTorch's CUDA libraries theirs
-  // by GPU: nodes of two kinds compute with other bits.
+  // OpenBLAS picks its kernels by CPU, as ATen and oneDNN do theirs, LibTorch's CUDA libraries
+  // theirs by GPU: nodes of two kinds compute with other bits.
   const auto warn_if_mixed = [&p](const std::vector<std::string>& by_rank, const std::string& verb,
                                   const std::string& what, const std::string& two) {
     std::map<std::string, std::vector<int>> by_value;
@@ -77,7 +77,7 @@ Places gather_places(const Job& job) {
   };
   warn_if_mixed(p.blas_builds, "call", "BLAS builds", "two builds");
   warn_if_mixed(p.gpus, "run on", "kinds of GPU", "two kinds");  // "none" for a process on the CPU
-  warn_if_mixed(p.cpu_capabilities, "use", "levels of ATen's CPU kernels", "two levels");
+  warn_if_mixed(p.cpu_kernels, "use", "sets of CPU kernels", "two sets");
   return p;
 }
 
@@ -97,7 +97,7 @@ KeyValues provenance(const Job& job, const Places& places, const std::vector<int
       {"hdf5", h5::library_version()},
       {"blas", blas.kind + " " + blas.library},
       {"blas_build", places.blas_build_of(ranks)},
-      {"cpu_capability", places.cpu_capability_of(ranks)},
+      {"cpu_kernels", places.cpu_kernels_of(ranks)},
       {"hostname", host_name()},
       {"hosts", places.hosts_of(ranks)},
       {"processes", std::int64_t(ranks.size())},

@@ -299,7 +299,7 @@ void read_index_values(const h5::Group& root) {
   read_attributes(root.open_group("config"));
   read_attributes(root.open_group("summary"));
   const h5::Group provenance = root.open_group("provenance");
-  for (const char* key : {"dataset_checksums", "libtorch", "blas_build", "cpu_capability", "gpu", "dpstudy_version",
+  for (const char* key : {"dataset_checksums", "libtorch", "blas_build", "cpu_kernels", "gpu", "dpstudy_version",
                           "git_commit", "git_changes"}) {
     if (provenance.has_attr(key)) provenance.get_string(key);
   }

@@ -120,6 +120,36 @@ CudaLibraryVersions cuda_library_versions() {
   return v;
 }
 
+std::string onednn_instruction_set(int isa) {
+  // dnnl_cpu_isa_t's values that mean one set in every oneDNN from 1.x to 3.x; the
+  // others (0xf was avx512_mic in 2.x and avx2_vnni in 3.x) by number.
+  static const std::pair<int, const char*> names[] = {{0x1, "sse41"},
+                                                      {0x3, "avx"},
+                                                      {0x7, "avx2"},
+                                                      {0x27, "avx512_core"},
+                                                      {0x67, "avx512_core_vnni"},
+                                                      {0xe7, "avx512_core_bf16"}};
+  for (const auto& [value, name] : names) {
+    if (value == isa) return name;
+  }
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "isa 0x%x", unsigned(isa));
+  return hex;
+}
+
+std::string onednn_cpu_kernels() {
+  // As dnnl.h declares them; dnnl_version_t begins with three ints in every version.
+  struct Version {
+    int major, minor, patch;
+  };
+  const auto version = reinterpret_cast<const Version* (*)()>(dlsym(RTLD_DEFAULT, "dnnl_version"));
+  const auto isa = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "dnnl_get_effective_cpu_isa"));
+  if (!version || !isa) return "";
+  const Version* v = version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + " " +
+         onednn_instruction_set(isa());
+}
+
 BlasInfo blas_info() {
   // Ask the dynamic linker which library provides sgemm_, the routine LibTorch's
   // CPU matrix products call. Debian's libblas.so.3 is an alternative that may be

@@ -126,8 +126,7 @@ void StudyJob::look() {
                         });
       stack_note_ = tally(other_stacks, gpus ? "with another LibTorch or BLAS build or on another GPU"
                                              : "with another LibTorch or BLAS build") +
-                    software_stack() + ", ATen CPU kernels " + job_.cpu_capability +
-                    (job_.gpu == "none" ? "" : ", GPU " + job_.gpu) +
+                    software_stack() + ", " + job_.cpu_kernels + (job_.gpu == "none" ? "" : ", GPU " + job_.gpu) +
                     "): runs trained now will not reproduce theirs bit for bit, and the study pools both "
                     "(docs/studies.md#reproducing-a-run)";
     }
@@ -163,17 +162,16 @@ std::string StudyJob::other_data(const PlannedRun& run, const std::string& file,
 std::string StudyJob::other_stack(const h5::File& f) const {
   const h5::Group prov = f.root().open_group("provenance");
   const auto item = [&prov](const char* key) { return prov.has_attr(key) ? prov.get_string(key) : std::string("-"); };
-  const std::string torch = item("libtorch"), blas = item("blas_build"), gpu = item("gpu"),
-                    cpu = item("cpu_capability");
+  const std::string torch = item("libtorch"), blas = item("blas_build"), gpu = item("gpu"), cpu = item("cpu_kernels");
   static const std::string torch_here = torch_version(), blas_here = blas_info().build;
-  // Files from before blas_build (gpu, cpu_capability) was recorded are judged by what they record.
+  // Files from before blas_build (gpu, cpu_kernels) was recorded are judged by what they record.
   const bool differ = (torch != "-" && torch != torch_here) || (blas != "-" && blas_here != "-" && blas != blas_here) ||
                       (gpu != "-" && gpu != job_.gpu) ||
-                      (cpu != "-" && job_.cpu_capability != "-" && cpu != job_.cpu_capability);
+                      (cpu != "-" && job_.cpu_kernels != "-" && cpu != job_.cpu_kernels);
   if (!differ) return "";
   // A GPU named where one side trained on one.
   const bool on_gpu = gpu != "-" && gpu != "none", here_on_gpu = job_.gpu != "none";
-  return "LibTorch " + torch + (blas == "-" ? "" : ", " + blas) + (cpu == "-" ? "" : ", ATen CPU kernels " + cpu) +
+  return "LibTorch " + torch + (blas == "-" ? "" : ", " + blas) + (cpu == "-" ? "" : ", " + cpu) +
          (on_gpu                         ? ", GPU " + gpu
           : here_on_gpu && gpu == "none" ? ", on the CPU"
                                          : "");

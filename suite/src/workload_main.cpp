@@ -52,10 +52,10 @@ void print_header(const Job& job) {
   const BlasInfo blas = blas_info();
   std::printf("# %s, dpstudy %s (commit %s), LibTorch %s\n", job.prog.c_str(), b.version.c_str(),
               commit_line(b).c_str(), torch_version().c_str());
-  std::printf(
-      "# BLAS: %s, %s (%s); ATen CPU kernels %s; intra-op threads %d; parallel %s; deterministic algorithms %s\n",
-      blas.kind.c_str(), blas.library.c_str(), blas.build.c_str(), job.cpu_capability.c_str(), at::get_num_threads(),
-      job.request.options.parallel.c_str(), at::globalContext().deterministicAlgorithms() ? "on" : "off");
+  std::printf("# BLAS: %s, %s (%s); CPU kernels %s; intra-op threads %d; parallel %s; deterministic algorithms %s\n",
+              blas.kind.c_str(), blas.library.c_str(), blas.build.c_str(), job.cpu_kernels.c_str(),
+              at::get_num_threads(), job.request.options.parallel.c_str(),
+              at::globalContext().deterministicAlgorithms() ? "on" : "off");
   if (job.device.is_cuda()) {
     std::printf("# GPU: %s (%s; its driver: CUDA %s)\n", job.gpu.c_str(), job.device.str().c_str(),
                 job.gpu_driver.c_str());
@@ -111,19 +111,34 @@ at::Device resolve_device(const std::string& name, int local_rank) {
   return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));
 }
 
-// ATen's CPU kernel level ("AVX2", "AVX512", "NO AVX"): picked by CPU kind, or
-// set with ATEN_CPU_CAPABILITY, it decides the bits of LibTorch's vectorised
-// element-wise and reduction kernels as the BLAS build decides a product's (runs
-// reproduced here under ATEN_CPU_CAPABILITY=default differed within their first
-// steps). From at::show_config(), which every LibTorch has (1.13 declares no
-// at::get_cpu_capability); "-" where it does not say.
-std::string aten_cpu_capability() {
+// The CPU kernels LibTorch's own code picked, which decide the bits as the BLAS
+// build decides a product's: ATen's vectorised level ("AVX2", "AVX512", "NO
+// AVX"; by CPU kind, or ATEN_CPU_CAPABILITY) and oneDNN's version and instruction
+// set (its convolutions; by CPU kind, or ONEDNN_MAX_CPU_ISA): "ATen AVX2, oneDNN
+// 2.6.3 avx512_core_bf16". Runs reproduced here under ATEN_CPU_CAPABILITY=default,
+// and a ResNet's under ONEDNN_MAX_CPU_ISA=AVX2, differed within their first
+// steps. ATen's level from at::show_config(), which every LibTorch has (1.13
+// declares no at::get_cpu_capability); so is oneDNN's version where the library
+// does not tell it itself (linked in with hidden symbols). "-" where none says.
+std::string cpu_kernels() {
   const std::string config = at::show_config();
-  const std::string key = "CPU capability usage: ";
-  const auto pos = config.find(key);
-  if (pos == std::string::npos) return "-";
-  const auto from = pos + key.size();
-  return config.substr(from, config.find('\n', from) - from);
+  // What follows `key` in show_config up to one of `ends`; "" where `key` is absent.
+  const auto after = [&config](const std::string& key, const char* ends) -> std::string {
+    const auto pos = config.find(key);
+    if (pos == std::string::npos) return "";
+    const auto from = pos + key.size();
+    return config.substr(from, config.find_first_of(ends, from) - from);
+  };
+  std::string out;
+  if (const std::string aten = after("CPU capability usage: ", "\n"); !aten.empty()) out = "ATen " + aten;
+  std::string onednn = onednn_cpu_kernels();
+  if (onednn.empty()) {  // "Intel(R) MKL-DNN v2.6.3 (...)" (1.13), "... (oneDNN) v3.5.3 (...)" (2.x)
+    std::string built = after("MKL-DNN v", " \n");
+    if (built.empty()) built = after("(oneDNN) v", " \n");
+    if (!built.empty()) onednn = built + " (instruction set not told)";
+  }
+  if (!onednn.empty()) out += (out.empty() ? "" : ", ") + std::string("oneDNN ") + onednn;
+  return out.empty() ? "-" : out;
 }
 
 // "none" on the CPU; on a GPU, the driver's description of it and the versions
@@ -467,7 +482,7 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
                     device,
                     gpu,
                     gpu_driver,
-                    aten_cpu_capability(),
+                    cpu_kernels(),
                     Execution{parse_parallelism(g.parallel), g.threads},
                     prog,
                     workload.name,

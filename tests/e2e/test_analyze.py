@@ -640,21 +640,20 @@ class Analyze(TempFolderTest):
                    r"GPU NVIDIA H200, compute 9\.0, CUDA 13\.0, cuDNN 9\.19\.0, dpstudy .*: 1 run\(s\)")
         self.assertRegex(self.analyze("summary", folder, "--by", "sync_period"), warning)
         self.assertNotIn("warning", self.analyze("summary", folder, "--by", "dpstudy_build,gpu"))
-        # A run trained with ATen's other CPU kernels (another CPU kind, or ATEN_CPU_CAPABILITY set):
-        # the index's cpu_capability column.
+        # A run trained with LibTorch's other CPU kernels (another CPU kind, or ATEN_CPU_CAPABILITY
+        # set): the index's cpu_kernels column.
         with h5py.File(runs[3], "r+") as f:
-            here = f["provenance"].attrs["cpu_capability"]
-            other = "NO AVX" if here != "NO AVX" else "AVX2"
-            f["provenance"].attrs["cpu_capability"] = other
+            here = f["provenance"].attrs["cpu_kernels"]
+            other = "ATen NO AVX, oneDNN 2.6.3 sse41"
+            f["provenance"].attrs["cpu_kernels"] = other
             del f["provenance"].attrs["text_crc32"]
         subprocess.run(rerun, check=True, stdout=subprocess.DEVNULL)
         with h5py.File(os.path.join(folder, "index.h5"), "r") as f:
-            self.assertEqual(sorted(v.decode() for v in f["index/cpu_capability"][()]), sorted([other] + [here] * 3))
-        warning = (r"warning: the runs read were made with 4 builds of LibTorch, the BLAS or dpstudy, or levels of "
-                   r"ATen's CPU kernels or GPUs \(.*, ATen CPU kernels " + re.escape(other) + r", GPU none, dpstudy "
-                   r".*: 1 run\(s\)")
+            self.assertEqual(sorted(v.decode() for v in f["index/cpu_kernels"][()]), sorted([other] + [here] * 3))
+        warning = (r"warning: the runs read were made with 4 builds of LibTorch, the BLAS or dpstudy, or sets of CPU "
+                   r"kernels or GPUs \(.*, " + re.escape(other) + r", GPU none, dpstudy .*: 1 run\(s\)")
         self.assertRegex(self.analyze("summary", folder, "--by", "sync_period"), warning)
-        self.assertNotIn("warning", self.analyze("summary", folder, "--by", "dpstudy_build,gpu,cpu_capability"))
+        self.assertNotIn("warning", self.analyze("summary", folder, "--by", "dpstudy_build,gpu,cpu_kernels"))
 
     def test_series_metric_curves_power_and_steps(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",

@@ -577,18 +577,18 @@ class Layouts(TempFolderTest):
         (run,) = glob.glob(os.path.join(self.tmp, "one-build", "s", "runs", "*.h5"))
         with h5py.File(run, "r") as f:
             self.assertNotIn("|", f["provenance"].attrs["blas_build"])
-            self.assertNotIn("|", f["provenance"].attrs["cpu_capability"])
+            self.assertNotIn("|", f["provenance"].attrs["cpu_kernels"])
 
-    def test_processes_of_two_levels_of_aten_cpu_kernels_are_warned_of_and_recorded(self):
+    def test_processes_of_two_sets_of_cpu_kernels_are_warned_of_and_recorded(self):
         # ATen picks its CPU kernels by CPU kind too; rank 1 here is told to take the plainest.
-        r, run = self.run_on_two_kinds("two-kernel-levels", "ATEN_CPU_CAPABILITY=default")
+        r, run = self.run_on_two_kinds("two-kernel-sets", "ATEN_CPU_CAPABILITY=default")
         with h5py.File(run, "r") as f:
-            kernels = f["provenance"].attrs["cpu_capability"]
-        if kernels == "NO AVX":
+            kernels = f["provenance"].attrs["cpu_kernels"]
+        if kernels.startswith("ATen NO AVX"):
             self.skipTest("ATen's plainest CPU kernels are already this CPU's")
-        self.assertRegex(kernels, r"^[A-Z0-9 ]+ \| NO AVX$")
-        self.assertRegex(r.stdout, r"# warning: the job's processes use 2 levels of ATen's CPU kernels \(rank 0 on "
-                                   r"\S+: [A-Z0-9 ]+; rank 1 on \S+: NO AVX\): a run on processes of two levels does "
+        self.assertRegex(kernels, r"^ATen [A-Z0-9 ]+\S* .*\| ATen NO AVX")
+        self.assertRegex(r.stdout, r"# warning: the job's processes use 2 sets of CPU kernels \(rank 0 on \S+: ATen "
+                                   r"[^;]+; rank 1 on \S+: ATen NO AVX[^;]*\): a run on processes of two sets does "
                                    r"not give the bits of one process")
 
     def test_groups_stop_taking_runs_once_another_job_finishes_one_on_other_files(self):

@@ -10,6 +10,7 @@ usage: test_reproduce.py MLP_EXE RESNET_EXE DPSTUDY_DATA [MPIEXEC]
 """
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -69,16 +70,33 @@ class Reproduce(TempFolderTest):
                                                     run_id + ".h5")))
 
     def test_atens_other_cpu_kernels_change_the_bits_and_are_named(self):
-        # ATen's kernel level decides the bits of its vectorised kernels (a loss's sum, say) as
-        # the BLAS build decides a product's: forced to the plainest, the run differs (within
-        # its first steps), and the provenance says why.
+        # LibTorch's own CPU kernels decide the bits as the BLAS build decides a product's: ATen's
+        # vectorised level (a loss's sum, say), forced to the plainest, and the run differs
+        # (within its first steps); the provenance says why.
         with h5py.File(self.reference_workers, "r") as f:
-            kernels = f["provenance"].attrs["cpu_capability"]
-        if kernels == "NO AVX":
+            kernels = f["provenance"].attrs["cpu_kernels"]
+        if kernels.startswith("ATen NO AVX"):
             self.skipTest("ATen's plainest CPU kernels are already this CPU's")
         out = self.reproduce(MLP, self.reference_workers, status=4, env={"ATEN_CPU_CAPABILITY": "default"})
-        self.assertIn(f"  cpu_capability    {kernels} -> NO AVX\n", out)
+        self.assertRegex(out, r"\n  cpu_kernels       " + re.escape(kernels) + r" -> ATen NO AVX(, oneDNN .*)?\n")
         self.assertRegex(out, r"train/loss: \d+ of \d+ values differ, the first at row \d+ \(step \d+\)")
+        self.assertIn("# reproduce: DIFFERENT:", out)
+
+    def test_onednns_other_instruction_set_changes_a_convolutions_bits_and_is_named(self):
+        # oneDNN computes LibTorch's convolutions on the CPU with the instruction set it picks by
+        # CPU kind; capped at SSE4.1, a ResNet's run differs, and the provenance says why.
+        self.exe([RESNET, "--depth", "8", "--workers", "1", "--batch_size", "16", "--epochs", "1",
+                  "--threads", "1", "--output", self.tmp, "--name", "resnet-kernels"])
+        (resnet,) = glob.glob(os.path.join(self.tmp, "resnet-kernels", "runs", "*.h5"))
+        with h5py.File(resnet, "r") as f:
+            kernels = f["provenance"].attrs["cpu_kernels"]
+        told = re.search(r"oneDNN (\S+) (\S+)$", kernels)
+        if not told or told.group(2) in ("sse41", "(instruction"):
+            self.skipTest(f"oneDNN does not tell its instruction set here, or it is SSE4.1 already ({kernels})")
+        capped = {"ONEDNN_MAX_CPU_ISA": "SSE41", "DNNL_MAX_CPU_ISA": "SSE41"}  # (DNNL_: oneDNN before 2.5)
+        out = self.reproduce(RESNET, resnet, status=4, env=capped)
+        self.assertRegex(out, r"\n  cpu_kernels       " + re.escape(kernels) + r" -> .*oneDNN " +
+                         re.escape(told.group(1)) + r" sse41\n")
         self.assertIn("# reproduce: DIFFERENT:", out)
 
     def test_without_output_it_writes_under_results_and_compares(self):

@@ -114,11 +114,12 @@ class Results(TempFolderTest):
             self.assertIn("study_text", run["config"].attrs)
             self.assertIn("name = readable", run["config"].attrs["study_text"])
             for key in ("dpstudy_version", "git_commit", "libtorch", "hdf5", "mpi_library", "hostname", "hosts",
-                        "threads", "command_line", "dataset_checksums", "gpu", "gpu_driver", "cpu_capability"):
+                        "threads", "command_line", "dataset_checksums", "gpu", "gpu_driver", "cpu_kernels"):
                 self.assertIn(key, run["provenance"].attrs)
-            # ATen's CPU kernels, as at::show_config() names them (AVX2, AVX512, NO AVX, ...).
-            self.assertRegex(run["provenance"].attrs["cpu_capability"], r"^[A-Z0-9][A-Z0-9 ]*$")
-            self.assertEqual(f["index/cpu_capability"][0].decode(), run["provenance"].attrs["cpu_capability"])
+            # LibTorch's CPU kernels: ATen's level as at::show_config() names it (AVX2, AVX512, NO AVX),
+            # and oneDNN's version and instruction set where LibTorch has it.
+            self.assertRegex(run["provenance"].attrs["cpu_kernels"], r"^ATen [A-Z0-9][A-Z0-9 ]*(, oneDNN \d\S* .+)?$")
+            self.assertEqual(f["index/cpu_kernels"][0].decode(), run["provenance"].attrs["cpu_kernels"])
             # The GPU: none on the CPU (the driver's description on a GPU: tests/e2e/test_gpu.py).
             if run["provenance"].attrs["device"] == "cpu":
                 self.assertEqual(run["provenance"].attrs["gpu"], "none")
@@ -426,14 +427,14 @@ class Results(TempFolderTest):
         runs = sorted(glob.glob(os.path.join(out, "mlp-mnist", "runs", "*.h5")))
         # ATen's CPU kernels forced to the plainest (as on an older CPU): other bits, warned of.
         with h5py.File(runs[0], "r") as f:
-            kernels = f["provenance"].attrs["cpu_capability"]
+            kernels = f["provenance"].attrs["cpu_kernels"]
         r = self.run_study("--workers", "1,2,4", "--dry_run", output=out,
                            env=dict(os.environ, ATEN_CPU_CAPABILITY="default"))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        if kernels != "NO AVX":
+        if not kernels.startswith("ATen NO AVX"):
             self.assertRegex(r.stdout, r"# warning: 2 of the 2 complete runs were made with another LibTorch or BLAS "
-                                       r"build \(LibTorch .*, ATen CPU kernels " + re.escape(kernels) + r"\) than this "
-                                       r"process's \(LibTorch .*, ATen CPU kernels NO AVX\): runs trained now will not")
+                                       r"build \(LibTorch .*, " + re.escape(kernels) + r"\) than this process's "
+                                       r"\(LibTorch .*, ATen NO AVX[^)]*\): runs trained now will not")
         with h5py.File(runs[0], "r+") as f:  # as if made by an older LibTorch
             f["provenance"].attrs["libtorch"] = "1.0.0"
             del f["provenance"].attrs["text_crc32"]  # edited texts: their checksum goes (else: a damaged file)

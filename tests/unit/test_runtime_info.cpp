@@ -164,3 +164,16 @@ TEST(RuntimeInfo, TheCudaLibrariesLoadedTellTheirVersions) {
     EXPECT_EQ(loaded.cudnn, "");
   }
 }
+
+// oneDNN's instruction sets by the values of dnnl_cpu_isa_t that mean one set in
+// every version; the others by number, since they mean other sets in 2.x and 3.x.
+TEST(RuntimeInfo, OneDnnsInstructionSetsAreNamedWhereTheirValueIsOneSetInEveryVersion) {
+  EXPECT_EQ(onednn_instruction_set(0x7), "avx2");
+  EXPECT_EQ(onednn_instruction_set(0x27), "avx512_core");
+  EXPECT_EQ(onednn_instruction_set(0xe7), "avx512_core_bf16");
+  EXPECT_EQ(onednn_instruction_set(0xf), "isa 0xf");  // avx512_mic in 2.x, avx2_vnni in 3.x
+  // The core links no oneDNN: nothing to tell (dpstudy-unit-tests, which links LibTorch, asks it).
+  if (dlsym(RTLD_DEFAULT, "dnnl_version") == nullptr) {
+    EXPECT_EQ(onednn_cpu_kernels(), "");
+  }
+}

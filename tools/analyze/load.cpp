@@ -294,7 +294,7 @@ void warn_of_copies(Runs& r, const std::vector<std::string>& grouped_by) {
 
 std::vector<std::string> varying_stack_keys(const Runs& r) {
   std::vector<std::string> out;
-  for (const char* key : {"libtorch", "blas_build", "cpu_capability", "gpu", "dpstudy_build"}) {
+  for (const char* key : {"libtorch", "blas_build", "cpu_kernels", "gpu", "dpstudy_build"}) {
     std::set<std::string> values;  // those recorded: files older than a column have none, not another
     for (const Run& run : r.runs) {
       if (const auto v = run.text(key); v && !v->empty()) values.insert(*v);
@@ -310,13 +310,13 @@ void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
   const auto varies = [&varying](const char* key) {
     return std::find(varying.begin(), varying.end(), key) != varying.end();
   };
-  const bool cpu = varies("cpu_capability"), gpu = varies("gpu"), code = varies("dpstudy_build");
+  const bool cpu = varies("cpu_kernels"), gpu = varies("gpu"), code = varies("dpstudy_build");
   // The parts of a stack: each one's key and the words before its value.
   std::vector<std::pair<const char*, const char*>> parts = {{"libtorch", "LibTorch "}, {"blas_build", ", "}};
-  if (cpu) parts.emplace_back("cpu_capability", ", ATen CPU kernels ");
+  if (cpu) parts.emplace_back("cpu_kernels", ", ");
   if (gpu) parts.emplace_back("gpu", ", GPU ");
   if (code) parts.emplace_back("dpstudy_build", ", dpstudy ");
-  // (LibTorch, BLAS build[, ATen CPU kernels][, GPU][, dpstudy build]) -> runs; "" where a file does not record it.
+  // (LibTorch, BLAS build[, CPU kernels][, GPU][, dpstudy build]) -> runs; "" where a file does not record it.
   std::map<std::vector<std::string>, int> stacks;
   // A group's values of grouped_by and a varying key -> that key's recorded values in the group.
   std::map<std::pair<std::vector<std::string>, std::string>, std::set<std::string>> mixed;
@@ -361,8 +361,8 @@ void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by) {
   }
   if (folded) list += "; the runs whose files do not record it all counted with a build they may be";
   const std::string& key = varying.front();
-  std::string also;  // "levels of ATen's CPU kernels or GPUs"
-  if (cpu) also = "levels of ATen's CPU kernels";
+  std::string also;  // "sets of CPU kernels or GPUs"
+  if (cpu) also = "sets of CPU kernels";
   if (gpu) also += (also.empty() ? "" : " or ") + std::string("GPUs");
   r.warnings.push_back("the runs read were made with " + std::to_string(builds) +
                        (code ? " builds of LibTorch, the BLAS or dpstudy" : " LibTorch or BLAS builds") +

@@ -34,10 +34,9 @@ Speed read_speed(const std::string& path) {
     b.version = text("dpstudy_version");
     b.git_commit = text("git_commit");
     b.git_changes = text("git_changes");
-    const std::string gpu = text("gpu"), cpu = text("cpu_capability");
+    const std::string gpu = text("gpu"), cpu = text("cpu_kernels");
     s.measured_with = count("processes") + " process(es) x " + count("threads") + " thread(s) on " + text("hosts") +
-                      "; LibTorch " + text("libtorch") + "; " + text("blas_build") +
-                      (cpu == "-" ? "" : "; ATen CPU kernels " + cpu) +
+                      "; LibTorch " + text("libtorch") + "; " + text("blas_build") + (cpu == "-" ? "" : "; " + cpu) +
                       (gpu == "none" || gpu == "-" ? "" : "; GPU " + gpu) + "; " + build_line(b);
   }
   for (const std::string& name : t.members()) {

@@ -50,9 +50,18 @@ struct CudaLibraryVersions {
   std::string cudnn;    // "9.19.0" (cudnnGetVersion)
 };
 CudaLibraryVersions cuda_library_versions();
+// oneDNN (LibTorch's convolutions on the CPU) as the library loaded in this process
+// tells it: its version and the instruction set it dispatches to, picked by CPU
+// kind or capped with ONEDNN_MAX_CPU_ISA ("2.6.3 avx512_core"); a convolution's
+// bits depend on both. "" where no oneDNN exports them (linked into LibTorch
+// with hidden symbols, as in PyTorch's wheels, or absent).
+std::string onednn_cpu_kernels();
+// A dnnl_cpu_isa_t value in oneDNN's words ("avx2"), "isa 0x..." for a value that
+// means other sets in other versions.
+std::string onednn_instruction_set(int isa);
 // "LibTorch 2.6.0, OpenBLAS 0.3.29 ... Cooperlake ...": what decides a run's bits besides
 // dpstudy and the config, in the words of run files' provenance (libtorch, blas_build),
-// but for ATen's CPU kernels (cpu_capability) and the GPU, which a job looks up.
+// but for LibTorch's own CPU kernels (cpu_kernels) and the GPU, which a job looks up.
 std::string software_stack();
 // The running executable's path, from /proc/self/exe ("" where that is unreadable).
 std::string executable_path();
