@@ -43,6 +43,19 @@ hid_t small_chunk_indexes(const std::string& path) {
   return fcpl;
 }
 
+// A new file (truncating one there) in the checksummed format, on disk or, with
+// `in_memory`, in memory only (File::image gives its bytes).
+hid_t create_file(const std::string& path, bool in_memory) {
+  silence_library();
+  Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path, "file access properties");
+  use_checksummed_format(fapl, path);
+  if (in_memory) check(H5Pset_fapl_core(fapl, 1 << 20, /*backing_store=*/0), path, "in-memory driver");
+  Id fcpl(small_chunk_indexes(path), H5Pclose, path, "file creation properties");
+  const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl, fapl);
+  if (f < 0) fail(path, in_memory ? "cannot create an in-memory HDF5 file" : "cannot create HDF5 file");
+  return f;
+}
+
 }  // namespace
 
 File::File(hid id, std::string path, bool writable) : id_(id), path_(std::move(path)), writable_(writable) {}
@@ -53,26 +66,9 @@ File::~File() {
   if (id_ >= 0) H5Fclose(hid_t(id_));
 }
 
-File File::create(const std::string& path) {
-  silence_library();
-  Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path, "file access properties");
-  use_checksummed_format(fapl, path);
-  Id fcpl(small_chunk_indexes(path), H5Pclose, path, "file creation properties");
-  const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl, fapl);
-  if (f < 0) fail(path, "cannot create HDF5 file");
-  return File(f, path, true);
-}
+File File::create(const std::string& path) { return File(create_file(path, false), path, true); }
 
-File File::create_in_memory(const std::string& path) {
-  silence_library();
-  Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path, "file access properties");
-  use_checksummed_format(fapl, path);
-  check(H5Pset_fapl_core(fapl, 1 << 20, /*backing_store=*/0), path, "in-memory driver");
-  Id fcpl(small_chunk_indexes(path), H5Pclose, path, "file creation properties");
-  const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl, fapl);
-  if (f < 0) fail(path, "cannot create an in-memory HDF5 file");
-  return File(f, path, true);
-}
+File File::create_in_memory(const std::string& path) { return File(create_file(path, true), path, true); }
 
 File File::open_read(const std::string& path) {
   silence_library();
