@@ -513,6 +513,24 @@ class Analyze(TempFolderTest):
                       f"trained run (no index.h5): `dpstudy-analyze throughput {speed}` tabulates it", out)
         self.assertIn("speed-up (x)", self.analyze("throughput", speed))
         shutil.rmtree(speed)
+        # A study tools/dpstudy-slurm submitted, not yet trained: its batch script and Slurm's output.
+        queued = os.path.join(self.tmp, "queued")
+        os.makedirs(queued)
+        out = self.analyze("summary", queued, status=2)
+        self.assertIn(f"{queued}: an empty folder, not a study (no index.h5)", out)
+        open(os.path.join(queued, "slurm.sbatch"), "w").close()
+        out = self.analyze("summary", queued, status=2)
+        self.assertIn(f"{queued}: no run of this study has started yet (no runs/, no index.h5); it holds "
+                      "tools/dpstudy-slurm's batch script slurm.sbatch: the job is waiting", out)
+        open(os.path.join(queued, "slurm-4711.out"), "w").close()
+        self.assertIn("slurm.sbatch and 1 Slurm job output(s) slurm-*.out", self.analyze("summary", queued, status=2))
+        shutil.rmtree(queued)
+        self.assertIn(f"{queued}: no such folder", self.analyze("summary", queued, status=2))
+        index = os.path.join(self.periods, "index.h5")
+        self.assertIn(f"{index}: the study's index; give the study folder that holds it, {self.periods}",
+                      self.analyze("summary", index, status=2))
+        run_file = glob.glob(os.path.join(self.periods, "runs", "*.h5"))[0]
+        self.assertIn(f"{run_file}: a file, not a study folder", self.analyze("summary", run_file, status=2))
 
     def test_a_study_with_no_finished_run_says_so(self):
         # Its index lists no run yet: "no run_id column (a damaged or edited index)" before.

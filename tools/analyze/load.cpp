@@ -57,6 +57,15 @@ std::string rebuild_command(const std::string& dir, const std::string& workload)
 // whose index was removed.
 [[noreturn]] void no_index(const std::string& dir) {
   std::error_code ec;
+  if (!fs::exists(dir, ec)) throw UsageError(dir + ": no such folder (a study's results are in <output>/<study>/)");
+  if (!fs::is_directory(dir, ec)) {
+    if (fs::path(dir).filename() == "index.h5") {
+      const std::string parent = fs::path(dir).parent_path().string();
+      throw UsageError(dir + ": the study's index; give the study folder that holds it, " +
+                       (parent.empty() ? std::string(".") : parent));
+    }
+    throw UsageError(dir + ": a file, not a study folder; give the folder holding index.h5 and runs/");
+  }
   std::vector<std::string> studies;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (fs::is_regular_file(entry.path() / "index.h5", ec)) studies.push_back(entry.path().filename().string());
@@ -95,8 +104,30 @@ std::string rebuild_command(const std::string& dir, const std::string& workload)
                      "(no index.h5): `dpstudy-analyze throughput " + shell_word(dir) + "` tabulates it, and " +
                      "steps-to-result reads it beside a trained study (--throughput " + shell_word(table) + ")");
   }
-  throw UsageError(dir + ": not a study folder (no index.h5); a study's results are in <output>/<study>/, "
-                         "e.g. results/quickstart");
+  // tools/dpstudy-slurm writes its batch script into the study's folder before the job
+  // starts, and Slurm its output beside it: a study submitted, not yet trained.
+  std::size_t slurm_outputs = 0;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    slurm_outputs +=
+        name.size() > 10 && name.compare(0, 6, "slurm-") == 0 && name.compare(name.size() - 4, 4, ".out") == 0;
+  }
+  const bool script = fs::is_regular_file(fs::path(dir) / "slurm.sbatch", ec);
+  if (script || slurm_outputs > 0) {
+    throw UsageError(dir + ": no run of this study has started yet (no runs/, no index.h5); it holds " +
+                     (script ? std::string("tools/dpstudy-slurm's batch script slurm.sbatch") : std::string()) +
+                     (script && slurm_outputs > 0 ? " and " : "") +
+                     (slurm_outputs > 0 ? std::to_string(slurm_outputs) + " Slurm job output(s) slurm-*.out" : "") +
+                     ": the job is waiting in the queue, or ended before training (its slurm-*.out says why)");
+  }
+  if (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)) {
+    throw UsageError(dir +
+                     ": an empty folder, not a study (no index.h5); a study's results are in "
+                     "<output>/<study>/, holding index.h5 and runs/ (the quick start's: results/quickstart)");
+  }
+  throw UsageError(dir +
+                   ": not a study folder (no index.h5); a study's results are in <output>/<study>/, "
+                   "holding index.h5 and runs/ (the quick start's: results/quickstart)");
 }
 
 // The runs read are the index's rows. A study stopped between writing a run's file and
