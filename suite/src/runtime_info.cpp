@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -118,6 +120,23 @@ CudaLibraryVersions cuda_library_versions() {
     v.cudnn = cudnn_version_text(long(cudnn()));
   }
   return v;
+}
+
+std::string gpu_arithmetic_environment(bool deterministic) {
+  static const char* const names[] = {"NVIDIA_TF32_OVERRIDE",       "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+                                      "CUBLAS_WORKSPACE_CONFIG",    "TORCH_BLAS_PREFER_CUBLASLT",
+                                      "TORCH_CUDNN_V8_API_ENABLED", "TORCH_CUDNN_V8_API_DISABLED"};
+  std::string out;
+  for (const char* name : names) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) continue;
+    if (deterministic && std::string(name) == "CUBLAS_WORKSPACE_CONFIG" && std::string(value) == ":4096:8") continue;
+    // A value of any length would make a provenance text of any length: its first 32 bytes tell it.
+    std::string text(value, std::min<std::size_t>(std::strlen(value), 32));
+    if (std::strlen(value) > 32) text += "...";
+    out += (out.empty() ? "" : ", ") + std::string(name) + "=" + text;
+  }
+  return out;
 }
 
 std::string onednn_instruction_set(int isa) {

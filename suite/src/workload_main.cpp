@@ -146,8 +146,11 @@ std::string cpu_kernels() {
 // CUDA 13.0, cuBLAS 13.1.0, cuDNN 9.19.0"): with LibTorch's version, what decides
 // a GPU run's bits besides the config. Each library's version as the library
 // loaded tells it; where it cannot (linked in statically), the one LibTorch was
-// built with. `driver`: the CUDA version the driver supports.
-std::string gpu_identity(const at::Device& device, std::string* driver) {
+// built with. Then the environment's settings of its arithmetic, where any is
+// set ("...; NVIDIA_TF32_OVERRIDE=0"): with one stack, they decide whether
+// convolutions and matrix products run in TF32. `driver`: the CUDA version the
+// driver supports.
+std::string gpu_identity(const at::Device& device, bool deterministic, std::string* driver) {
   *driver = "none";
   if (!device.is_cuda()) return "none";
   const CudaDriverInfo info = cuda_driver_info(device.has_index() ? device.index() : 0);
@@ -161,8 +164,9 @@ std::string gpu_identity(const at::Device& device, std::string* driver) {
   } catch (const std::exception&) {
     if (cuda.empty()) cuda = "version not told by this LibTorch";
   }
+  const std::string environment = gpu_arithmetic_environment(deterministic);
   return info.device + ", CUDA " + cuda + (loaded.cublas.empty() ? "" : ", cuBLAS " + loaded.cublas) +
-         (cudnn.empty() ? "" : ", cuDNN " + cudnn);
+         (cudnn.empty() ? "" : ", cuDNN " + cudnn) + (environment.empty() ? "" : "; " + environment);
 }
 
 // The message of an error: as one process prints it, or with the rank and
@@ -471,7 +475,7 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
     for (PlannedRun& p : plan.runs) p.factory = workload_model(dataset_spec(p.config.dataset), p.model_values);
     const at::Device device = resolve_device(g.device, session.local_rank());
     std::string gpu_driver;
-    const std::string gpu = gpu_identity(device, &gpu_driver);
+    const std::string gpu = gpu_identity(device, g.deterministic, &gpu_driver);
     if (g.deterministic) set_deterministic(device);
     set_threads(g, request->stored, session);
     job.emplace(Job{session,

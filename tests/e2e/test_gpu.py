@@ -4,6 +4,8 @@ skipped). ResNet-8 with batch norm, augmentation and local SGD on the GPU:
 
 - two identical runs give the same bits (deterministic mode, recorded in provenance, with
   the GPU's model and CUDA versions);
+- TF32 turned off by NVIDIA_TF32_OVERRIDE=0 gives other bits, recorded in `gpu`, and a study
+  resumed without it is warned of;
 - with mpiexec, 1 and 2 processes sharing the GPU give the same bits (host copy or
   CUDA-aware MPI, whichever the MPI library offers);
 - it still learns: overfitting 256 samples drives the training loss below 0.1;
@@ -27,11 +29,18 @@ MPIEXEC = sys.argv[3] if len(sys.argv) > 3 else None
 SKIP = 77
 
 
-def run(args, mpi=0):
+# The environment's settings of a GPU's arithmetic (recorded in `gpu` where set): none
+# but those a test sets, whatever the machine's profile holds.
+GPU_ARITHMETIC = ("NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "CUBLAS_WORKSPACE_CONFIG",
+                  "TORCH_BLAS_PREFER_CUBLASLT", "TORCH_CUDNN_V8_API_ENABLED", "TORCH_CUDNN_V8_API_DISABLED")
+
+
+def run(args, mpi=0, env=None):
     cmd = [EXE, "--threads", "1", *args]
     if mpi:
         cmd = [MPIEXEC, "-n", str(mpi), "--oversubscribe"] + cmd
-    return subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
+    environment = {k: v for k, v in MPI_ENV.items() if k not in GPU_ARITHMETIC}
+    return subprocess.run(cmd, capture_output=True, text=True, env={**environment, **(env or {})}, timeout=600)
 
 
 class Gpu(TempFolderTest):
@@ -45,11 +54,11 @@ class Gpu(TempFolderTest):
         for folder, train in ((cls.data, "320"), (cls.small, "256")):
             make_fixtures(DATA_TOOL, folder, train, 50)
 
-    def study(self, name, *args, device="cuda", mpi=0, data=None):
+    def study(self, name, *args, device="cuda", mpi=0, data=None, env=None):
         out = os.path.join(self.tmp, name)
         batch = [] if "--batch_size" in args else ["--batch_size", "16"]
         r = run(["--data_dir", data or self.data, "--device", device, "--depth", "8", *batch,
-                 "--quiet", "--output", out, "--name", "s", *args], mpi=mpi)
+                 "--quiet", "--output", out, "--name", "s", *args], mpi=mpi, env=env)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return os.path.join(out, "s")
 
@@ -66,6 +75,27 @@ class Gpu(TempFolderTest):
                              r"^\S.*, compute \d+\.\d+, CUDA \d+\.\d+(, cuBLAS \d+\.\d+\.\d+)?(, cuDNN \d+\.\d+\.\d+)?$")
             self.assertNotIn("not described", prov["gpu"])
             self.assertRegex(prov["gpu_driver"], r"^\d+\.\d+$")
+
+    def test_tf32_turned_off_by_the_environment_is_recorded(self):
+        # cuDNN's convolutions run in TF32 by default (Ampere and later); NVIDIA_TF32_OVERRIDE=0
+        # turns it off for the whole process, with no LibTorch flag to tell: `gpu` names it.
+        args = ["--workers", "2", "--epochs", "1", "--augment", "none"]
+        runs = {}
+        for name, env in (("tf32", None), ("fp32", {"NVIDIA_TF32_OVERRIDE": "0"})):
+            out = self.study(name, *args, env=env)
+            with h5py.File(glob.glob(os.path.join(out, "runs", "*.h5"))[0], "r") as f:
+                runs[name] = (str(f["provenance"].attrs["gpu"]), f["train"]["loss"][()])
+        self.assertNotIn(";", runs["tf32"][0])
+        self.assertTrue(runs["fp32"][0].endswith("; NVIDIA_TF32_OVERRIDE=0"), runs["fp32"][0])
+        self.assertEqual(runs["fp32"][0].split(";")[0], runs["tf32"][0])
+        # Other bits; close (TF32 keeps 10 bits of the mantissa).
+        self.assertFalse((runs["tf32"][1] == runs["fp32"][1]).all(), "TF32 on and off gave the same losses")
+        self.assertAlmostEqual(float(runs["tf32"][1][0]), float(runs["fp32"][1][0]), places=2)
+        # Resumed with TF32 on, the study is warned of as made on another GPU stack.
+        more = run(["--data_dir", self.data, "--device", "cuda", "--depth", "8", "--batch_size", "16", "--output",
+                    os.path.join(self.tmp, "fp32"), "--name", "s", *args, "--seeds", "2"])
+        self.assertEqual(more.returncode, 0, more.stdout + more.stderr)
+        self.assertIn("NVIDIA_TF32_OVERRIDE=0", more.stdout + more.stderr)
 
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
     def test_one_and_two_processes_give_the_same_bits(self):

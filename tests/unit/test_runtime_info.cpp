@@ -7,10 +7,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "dpstudy/runtime_info.hpp"
 #include "test_support.hpp"
@@ -176,4 +180,34 @@ TEST(RuntimeInfo, OneDnnsInstructionSetsAreNamedWhereTheirValueIsOneSetInEveryVe
   if (dlsym(RTLD_DEFAULT, "dnnl_version") == nullptr) {
     EXPECT_EQ(onednn_cpu_kernels(), "");
   }
+}
+
+// The settings of a GPU's arithmetic that only the environment holds, in the `gpu`
+// provenance where set; dpstudy's own CUBLAS_WORKSPACE_CONFIG of deterministic mode is none.
+TEST(RuntimeInfo, TheEnvironmentsSettingsOfAGpusArithmeticAreNamedWithTheirValues) {
+  const char* names[] = {"NVIDIA_TF32_OVERRIDE",       "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+                         "CUBLAS_WORKSPACE_CONFIG",    "TORCH_BLAS_PREFER_CUBLASLT",
+                         "TORCH_CUDNN_V8_API_ENABLED", "TORCH_CUDNN_V8_API_DISABLED"};
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const char* name : names) {
+    if (const char* value = std::getenv(name)) saved.emplace_back(name, value);
+    unsetenv(name);
+  }
+  EXPECT_EQ(gpu_arithmetic_environment(true), "");
+  EXPECT_EQ(gpu_arithmetic_environment(false), "");
+  setenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1", 1);  // as NVIDIA's PyTorch containers set it
+  EXPECT_EQ(gpu_arithmetic_environment(false), "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1");
+  setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 1);
+  EXPECT_EQ(gpu_arithmetic_environment(true), "NVIDIA_TF32_OVERRIDE=0, TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1");
+  EXPECT_EQ(gpu_arithmetic_environment(false),
+            "NVIDIA_TF32_OVERRIDE=0, TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, CUBLAS_WORKSPACE_CONFIG=:4096:8");
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8", 1);  // another workspace: other kernels
+  EXPECT_EQ(gpu_arithmetic_environment(true),
+            "NVIDIA_TF32_OVERRIDE=0, TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, CUBLAS_WORKSPACE_CONFIG=:16:8");
+  for (const char* name : names) unsetenv(name);
+  setenv("TORCH_BLAS_PREFER_CUBLASLT", std::string(100, 'x').c_str(), 1);  // a text of any length: its start
+  EXPECT_EQ(gpu_arithmetic_environment(true), "TORCH_BLAS_PREFER_CUBLASLT=" + std::string(32, 'x') + "...");
+  unsetenv("TORCH_BLAS_PREFER_CUBLASLT");
+  for (const auto& [name, value] : saved) setenv(name.c_str(), value.c_str(), 1);
 }

@@ -50,6 +50,14 @@ struct CudaLibraryVersions {
   std::string cudnn;    // "9.19.0" (cudnnGetVersion)
 };
 CudaLibraryVersions cuda_library_versions();
+// The environment variables set in this process that change a GPU run's
+// arithmetic without LibTorch's API telling it, "NAME=value, ..." ("" where none
+// is): TF32 in cuBLAS and cuDNN (NVIDIA_TF32_OVERRIDE; NVIDIA's PyTorch containers
+// set TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1), cuBLAS's workspace, cuBLASLt, cuDNN's
+// API. `deterministic`: dpstudy's deterministic mode, which sets
+// CUBLAS_WORKSPACE_CONFIG to :4096:8 where it is not set, so that value is no
+// setting of the user's there.
+std::string gpu_arithmetic_environment(bool deterministic);
 // oneDNN (LibTorch's convolutions on the CPU) as the library loaded in this process
 // tells it: its version and the instruction set it dispatches to, picked by CPU
 // kind or capped with ONEDNN_MAX_CPU_ISA ("2.6.3 avx512_core"); a convolution's
