@@ -89,6 +89,7 @@ void StudyJob::look() {
     double rate_sum = 0;
     std::vector<std::string> on_other_files;  // complete runs trained on other files: "file: differences"
     std::map<std::string, std::size_t> other_stacks;  // complete runs made with another LibTorch or BLAS
+    unsigned stack_parts = 0;                         // ... and what differs (StackPart bits)
     std::map<std::string, std::size_t> other_builds;  // ... or another build of dpstudy
     for (std::size_t i = 0; i < plan_.size(); ++i) {
       const std::string file = (runs_dir_ / (plan_[i].id + ".h5")).string();
@@ -100,7 +101,7 @@ void StudyJob::look() {
         if (std::string differ = other_data(plan_[i], file, f); !differ.empty()) {
           on_other_files.push_back(std::move(differ));
         }
-        if (std::string stack = other_stack(f); !stack.empty()) ++other_stacks[stack];
+        if (std::string stack = other_stack(f, &stack_parts); !stack.empty()) ++other_stacks[stack];
         if (std::string build = other_build(f); !build.empty()) ++other_builds[build];
       }
       if (state_[i] != std::int64_t(RunFileState::missing)) planned_stamp_[i] = stamp(plan_[i].id);
@@ -121,12 +122,19 @@ void StudyJob::look() {
              what + " (" + most->first + (by.size() > 1 ? ", and others" : "") + ") than this process's (";
     };
     if (!other_stacks.empty()) {
-      const bool gpus = job_.gpu != "none" || std::any_of(other_stacks.begin(), other_stacks.end(), [](const auto& s) {
-                          return s.first.find(", GPU ") != std::string::npos;
-                        });
-      stack_note_ = tally(other_stacks, gpus ? "with another LibTorch or BLAS build or on another GPU"
-                                             : "with another LibTorch or BLAS build") +
-                    software_stack() + ", " + job_.cpu_kernels + (job_.gpu == "none" ? "" : ", GPU " + job_.gpu) +
+      static const char* const phrases[kStackParts] = {"with another LibTorch",
+                                                       "with another BLAS build",
+                                                       "with other CPU kernels",
+                                                       "on the CPU",
+                                                       "on a GPU",
+                                                       "on another GPU",
+                                                       "with other CUDA libraries or GPU settings"};
+      std::string what;  // "with another LibTorch or with other CPU kernels"
+      for (int part = 0; part < kStackParts; ++part) {
+        if (stack_parts & (1u << part)) what += (what.empty() ? "" : " or ") + std::string(phrases[part]);
+      }
+      stack_note_ = tally(other_stacks, what.c_str()) + software_stack() + ", " + job_.cpu_kernels +
+                    (job_.gpu == "none" ? "" : ", GPU " + job_.gpu) +
                     "): runs trained now will not reproduce theirs bit for bit, and the study pools both "
                     "(docs/studies.md#reproducing-a-run)";
     }
@@ -159,18 +167,27 @@ std::string StudyJob::other_data(const PlannedRun& run, const std::string& file,
   return differ.empty() ? "" : file + ": " + differ;
 }
 
-std::string StudyJob::other_stack(const h5::File& f) const {
+std::string StudyJob::other_stack(const h5::File& f, unsigned* differ) const {
   const h5::Group prov = f.root().open_group("provenance");
   const auto item = [&prov](const char* key) { return prov.has_attr(key) ? prov.get_string(key) : std::string("-"); };
   const std::string torch = item("libtorch"), blas = item("blas_build"), gpu = item("gpu"), cpu = item("cpu_kernels");
   static const std::string torch_here = torch_version(), blas_here = blas_info().build;
-  // Files from before blas_build (gpu, cpu_kernels) was recorded are judged by what they record.
-  const bool differ = (torch != "-" && torch != torch_here) || (blas != "-" && blas_here != "-" && blas != blas_here) ||
-                      (gpu != "-" && gpu != job_.gpu) ||
-                      (cpu != "-" && job_.cpu_kernels != "-" && cpu != job_.cpu_kernels);
-  if (!differ) return "";
-  // A GPU named where one side trained on one.
   const bool on_gpu = gpu != "-" && gpu != "none", here_on_gpu = job_.gpu != "none";
+  // Files from before blas_build (gpu, cpu_kernels) was recorded are judged by what they record.
+  unsigned parts = 0;
+  if (torch != "-" && torch != torch_here) parts |= 1u << kOtherLibTorch;
+  if (blas != "-" && blas_here != "-" && blas != blas_here) parts |= 1u << kOtherBlas;
+  if (cpu != "-" && job_.cpu_kernels != "-" && cpu != job_.cpu_kernels) parts |= 1u << kOtherCpuKernels;
+  if (gpu != "-" && gpu != job_.gpu) {
+    // The model and compute capability come first ("NVIDIA H200, compute 9.0, CUDA ...").
+    const auto model = [](const std::string& g) { return g.substr(0, g.find(", CUDA ")); };
+    parts |= 1u << (!on_gpu                         ? kOnTheCpu
+                    : !here_on_gpu                  ? kOnAGpu
+                    : model(gpu) != model(job_.gpu) ? kOnAnotherGpu
+                                                    : kOtherGpuStack);
+  }
+  if (parts == 0) return "";
+  *differ |= parts;
   return "LibTorch " + torch + (blas == "-" ? "" : ", " + blas) + (cpu == "-" ? "" : ", " + cpu) +
          (on_gpu                         ? ", GPU " + gpu
           : here_on_gpu && gpu == "none" ? ", on the CPU"

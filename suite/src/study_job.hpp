@@ -56,10 +56,22 @@ class StudyJob {
   // "file: the data files that differ" when `run`'s complete file (open as `f`) was
   // trained on other files than this job's; "" when the same, or either is unknown.
   std::string other_data(const PlannedRun& run, const std::string& file, const h5::File& f) const;
+  // What of a run's software stack differs from this process's, as bits of `differ`.
+  enum StackPart {
+    kOtherLibTorch,
+    kOtherBlas,
+    kOtherCpuKernels,
+    kOnTheCpu,       // the run's; this process is on a GPU
+    kOnAGpu,         // the run's; this process is on the CPU
+    kOnAnotherGpu,   // another model or compute capability
+    kOtherGpuStack,  // the same GPU: another CUDA runtime, cuBLAS, cuDNN or setting of the environment
+    kStackParts
+  };
   // "LibTorch 1.13.0, OpenBLAS 0.3.21 ... Cooperlake ..." when the complete run file `f` was
-  // made with another LibTorch or BLAS build, or on another GPU (", GPU ..." then), than
-  // this process's; "" when the same or unknown.
-  std::string other_stack(const h5::File& f) const;
+  // made with another LibTorch or BLAS build, other CPU kernels, or on another GPU (", GPU
+  // ..." then), than this process's; "" when the same or unknown. What differs is or-ed
+  // into `differ` (bits 1 << StackPart).
+  std::string other_stack(const h5::File& f, unsigned* differ) const;
   // The dpstudy build (version, commit, uncommitted changes) a run file names,
   // when it is not this one's as far as both tell; "" otherwise.
   std::string other_build(const h5::File& f) const;

@@ -432,8 +432,8 @@ class Results(TempFolderTest):
                            env=dict(os.environ, ATEN_CPU_CAPABILITY="default"))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         if not kernels.startswith("ATen NO AVX"):
-            self.assertRegex(r.stdout, r"# warning: 2 of the 2 complete runs were made with another LibTorch or BLAS "
-                                       r"build \(LibTorch .*, " + re.escape(kernels) + r"\) than this process's "
+            self.assertRegex(r.stdout, r"# warning: 2 of the 2 complete runs were made with other CPU kernels "
+                                       r"\(LibTorch .*, " + re.escape(kernels) + r"\) than this process's "
                                        r"\(LibTorch .*, ATen NO AVX[^)]*\): runs trained now will not")
         with h5py.File(runs[0], "r+") as f:  # as if made by an older LibTorch
             f["provenance"].attrs["libtorch"] = "1.0.0"
@@ -444,7 +444,9 @@ class Results(TempFolderTest):
                 self.skipTest("this BLAS has no version string")
             f["provenance"].attrs["blas_build"] = build + " (elsewhere)"
             del f["provenance"].attrs["text_crc32"]
-        warning = (r"# warning: 2 of the 2 complete runs were made with another LibTorch or BLAS build \(LibTorch "
+        # What differs is said: each file differs in one part, the warning names both.
+        warning = (r"# warning: 2 of the 2 complete runs were made with another LibTorch or with another BLAS build "
+                   r"\(LibTorch "
                    r"(1\.0\.0, |.*\(elsewhere\), and others).*\) than this process's \(LibTorch [0-9.]+, .*\): runs "
                    r"trained now will not reproduce theirs bit for bit")
         r = self.run_study("--workers", "1,2,4", "--dry_run", output=out)
@@ -461,8 +463,8 @@ class Results(TempFolderTest):
             f["provenance"].attrs["gpu"] = gpu
             del f["provenance"].attrs["text_crc32"]
         r = self.run_study("--workers", "1,2,4", "--dry_run", output=out)
-        self.assertRegex(r.stdout, r"# warning: 3 of the 3 complete runs were made with another LibTorch or BLAS build "
-                                   r"or on another GPU \(.*\) than this process's \(LibTorch [0-9.]+, ")
+        self.assertRegex(r.stdout, r"# warning: 3 of the 3 complete runs were made with another LibTorch or with "
+                                   r"another BLAS build or on a GPU \(.*\) than this process's \(LibTorch [0-9.]+, ")
         self.assertNotIn("GPU none", r.stdout)  # (the most common other stack is named: here LibTorch 1.0.0's)
 
     def test_a_study_resumed_with_another_build_of_dpstudy_is_warned_of(self):
