@@ -131,8 +131,11 @@ std::string gpu_arithmetic_environment(bool deterministic) {
     const char* value = std::getenv(name);
     if (value == nullptr) continue;
     if (deterministic && std::string(name) == "CUBLAS_WORKSPACE_CONFIG" && std::string(value) == ":4096:8") continue;
-    // A value of any length would make a provenance text of any length: its first 32 bytes tell it.
+    // A value of any length would make a provenance text of any length: its first 32 bytes
+    // tell it, printable ASCII (a line break or another encoding's bytes would break the
+    // `# GPU:` line and texts that h5py decodes as UTF-8).
     std::string text(value, std::min<std::size_t>(std::strlen(value), 32));
+    for (char& c : text) c = c >= 0x20 && c < 0x7f ? c : '?';
     if (std::strlen(value) > 32) text += "...";
     out += (out.empty() ? "" : ", ") + std::string(name) + "=" + text;
   }

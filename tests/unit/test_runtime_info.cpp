@@ -208,6 +208,8 @@ TEST(RuntimeInfo, TheEnvironmentsSettingsOfAGpusArithmeticAreNamedWithTheirValue
   for (const char* name : names) unsetenv(name);
   setenv("TORCH_BLAS_PREFER_CUBLASLT", std::string(100, 'x').c_str(), 1);  // a text of any length: its start
   EXPECT_EQ(gpu_arithmetic_environment(true), "TORCH_BLAS_PREFER_CUBLASLT=" + std::string(32, 'x') + "...");
+  setenv("TORCH_BLAS_PREFER_CUBLASLT", "1\n# BLAS: \xe9", 1);  // one line, printable ASCII
+  EXPECT_EQ(gpu_arithmetic_environment(true), "TORCH_BLAS_PREFER_CUBLASLT=1?# BLAS: ?");
   unsetenv("TORCH_BLAS_PREFER_CUBLASLT");
   for (const auto& [name, value] : saved) setenv(name.c_str(), value.c_str(), 1);
 }
