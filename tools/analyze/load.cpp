@@ -120,7 +120,7 @@ std::string rebuild_command(const std::string& dir, const std::string& workload)
                      (slurm_outputs > 0 ? std::to_string(slurm_outputs) + " Slurm job output(s) slurm-*.out" : "") +
                      ": the job is waiting in the queue, or ended before training (its slurm-*.out says why)");
   }
-  if (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)) {
+  if (fs::is_empty(dir, ec)) {
     throw UsageError(dir +
                      ": an empty folder, not a study (no index.h5); a study's results are in "
                      "<output>/<study>/, holding index.h5 and runs/ (the quick start's: results/quickstart)");
