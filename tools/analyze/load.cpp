@@ -106,9 +106,10 @@ std::string rebuild_command(const std::string& dir, const std::string& workload)
   }
   // tools/dpstudy-slurm writes its batch script into the study's folder before the job
   // starts, and Slurm its output beside it: a study submitted, not yet trained.
-  std::size_t slurm_outputs = 0;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+  std::size_t slurm_outputs = 0, entries = 0;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {  // (not fs::is_empty: filesystem_imports)
     const std::string name = entry.path().filename().string();
+    ++entries;
     slurm_outputs +=
         name.size() > 10 && name.compare(0, 6, "slurm-") == 0 && name.compare(name.size() - 4, 4, ".out") == 0;
   }
@@ -120,7 +121,7 @@ std::string rebuild_command(const std::string& dir, const std::string& workload)
                      (slurm_outputs > 0 ? std::to_string(slurm_outputs) + " Slurm job output(s) slurm-*.out" : "") +
                      ": the job is waiting in the queue, or ended before training (its slurm-*.out says why)");
   }
-  if (fs::is_empty(dir, ec)) {
+  if (entries == 0) {
     throw UsageError(dir +
                      ": an empty folder, not a study (no index.h5); a study's results are in "
                      "<output>/<study>/, holding index.h5 and runs/ (the quick start's: results/quickstart)");
