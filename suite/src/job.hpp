@@ -10,6 +10,7 @@
 //   run_checkpoints.cpp the runs' checkpoint files and their sets
 //   study_dry_run.cpp --dry_run's tables
 //   throughput_mode.cpp, reproduce.cpp: --mode throughput, --reproduce
+//   job_context.cpp   what the steps share: a run's communicator, the job's header lines
 // Private to the library; this header stays free of LibTorch's.
 #pragma once
 
