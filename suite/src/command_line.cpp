@@ -259,6 +259,7 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
   g.expect_given = vm.count("expect_accuracy") > 0;
   g.threads_given = !vm["threads"].defaulted();
   g.parallel_given = !vm["parallel"].defaulted();
+  g.device_given = !vm["device"].defaulted();
   check(g);
 
   // Study file first, then the command line on top.
@@ -279,6 +280,7 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
       }
     }
     r.stored = read_stored_run(g.reproduce, workload.name, keys);
+    if (!g.device_given) g.device = reference_device(g.reproduce, r.stored);
     values = r.stored.values;
     values.emplace_back("name", "reproduce-" + r.stored.run_id);
     r.study_text = r.stored.study_text;

@@ -39,7 +39,8 @@ struct JobOptions {
   double expect_accuracy = -1;
   bool expect_given = false;  // --expect_accuracy given: a check to make
   bool quiet = false, verbose = false, force = false, dry_run = false, rebuild_index = false, verify_data = false;
-  bool threads_given = false, parallel_given = false;  // not their defaults (--reproduce takes the file's)
+  bool threads_given = false, parallel_given = false, device_given = false;  // not their defaults (--reproduce
+                                                                             // takes the file's)
   int procs_per_run = 0;
   int dry_run_processes = 0;  // --dry_run: plan for a job of this many processes (0: this job's)
   std::string placement = "dynamic";
@@ -59,6 +60,7 @@ struct StoredRun {
   std::vector<std::string> absent;  // options the file has no value for (newer than it)
   std::int64_t threads = 0;         // intra-op threads per process it ran with (provenance)
   std::string parallel;             // workers or operations; empty in files older than the option
+  std::string device, gpu;          // where it trained (provenance: cpu, cuda:0; the GPU's description)
 };
 
 // What the command line and the study file ask for.
@@ -111,6 +113,13 @@ std::string axes_text(const RawValues& values, const std::vector<std::string>& s
 int procs_for_run(const RunConfig& c, int requested, int world);
 
 StoredRun read_stored_run(const std::string& path, const std::string& workload, const std::vector<std::string>& keys);
+
+// The --device a reproduction of `stored` (read from `path`) takes when none is
+// given: its reference's kind, cpu or cuda; auto for files older than that record.
+// UsageError for a GPU run where this dpstudy has no CUDA.
+std::string reference_device(const std::string& path, const StoredRun& stored);
+// The refusal of a GPU run's reproduction where no GPU can be had (`why`), naming the way on.
+std::string no_gpu_for_reference(const std::string& path, const StoredRun& stored, const std::string& why);
 
 // The verdict of --reproduce, printed by the study's lead process: 0 when every
 // metric is the same bit for bit, 4 when any differs.

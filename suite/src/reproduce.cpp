@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "dpstudy/build_info.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/file_io.hpp"
 #include "dpstudy/hdf5.hpp"
@@ -63,7 +64,27 @@ StoredRun read_stored_run(const std::string& path, const std::string& workload, 
   const h5::Group prov = root.open_group("provenance");
   if (prov.has_attr("threads") && prov.attr_kind("threads") == 'i') out.threads = prov.get_int("threads");
   if (prov.has_attr("parallel") && prov.attr_kind("parallel") == 's') out.parallel = prov.get_string("parallel");
+  if (prov.has_attr("device") && prov.attr_kind("device") == 's') out.device = prov.get_string("device");
+  if (prov.has_attr("gpu") && prov.attr_kind("gpu") == 's') out.gpu = prov.get_string("gpu");
   return out;
+}
+
+// A reproduction computes where its reference did: a CPU run reproduced on a GPU
+// node with --device auto would take the GPU, whose kernels give other bits
+// (found on an H200, where every CPU run of the reproduction tests was DIFFERENT).
+std::string reference_device(const std::string& path, const StoredRun& stored) {
+  if (stored.device.empty()) return "auto";
+  if (stored.device.rfind("cuda", 0) != 0) return "cpu";
+  if (!build_info().with_cuda) {
+    throw UsageError(no_gpu_for_reference(path, stored, "this dpstudy was built with DPSTUDY_WITH_CUDA=OFF"));
+  }
+  return "cuda";
+}
+
+std::string no_gpu_for_reference(const std::string& path, const StoredRun& stored, const std::string& why) {
+  return "--reproduce: " + path + ": the run trained on a GPU (" + stored.device +
+         (stored.gpu.empty() ? "" : ", " + stored.gpu) + ") and " + why +
+         ": give --device cpu to train it again on the CPU, knowing that the CPU's bits differ (DIFFERENT)";
 }
 
 namespace {

@@ -66,16 +66,19 @@ void print_result(const RunResult& r) {
 }
 
 // cpu, or the GPU of this process's local rank when there is one (auto) or
-// when asked (cuda; an error without one).
-at::Device resolve_device(const std::string& name, int local_rank) {
+// when asked (cuda, or a reproduction of a GPU run; an error without one).
+at::Device resolve_device(const JobOptions& g, const StoredRun& stored, int local_rank) {
   // The name, and cuda on a build without it, were refused with the other options (command_line.cpp).
+  const std::string& name = g.device;
   if (name == "cpu" || !DPSTUDY_CUDA) return at::kCPU;
   const int gpus = at::hasCUDA() ? at::detail::getCUDAHooks().getNumGPUs() : 0;
   if (gpus == 0) {
-    if (name == "cuda") {
-      throw ConfigError("device", name,
-                        "is not available: this LibTorch has no CUDA support or no GPU is visible (use --device cpu)");
+    const char* why = "this LibTorch has no CUDA support or no GPU is visible";
+    if (name == "cuda" && !g.reproduce.empty() && !g.device_given) {
+      throw UsageError(no_gpu_for_reference(g.reproduce, stored, why));
     }
+    if (name == "cuda")
+      throw ConfigError("device", name, "is not available: " + std::string(why) + " (use --device cpu)");
     return at::kCPU;
   }
   return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));
@@ -83,7 +86,7 @@ at::Device resolve_device(const std::string& name, int local_rank) {
 
 // The CPU kernels LibTorch's own code picked, which decide the bits as the BLAS
 // build decides a product's: ATen's vectorised level ("AVX2", "AVX512", "NO
-// AVX"; by CPU kind, or ATEN_CPU_CAPABILITY) and oneDNN's version and instruction
+// AVX" or, in 2.11, "DEFAULT"; by CPU kind, or ATEN_CPU_CAPABILITY) and oneDNN's version and instruction
 // set (its convolutions; by CPU kind, or ONEDNN_MAX_CPU_ISA): "ATen AVX2, oneDNN
 // 2.6.3 avx512_core_bf16". Runs reproduced here under ATEN_CPU_CAPABILITY=default,
 // and a ResNet's under ONEDNN_MAX_CPU_ISA=AVX2, differed within their first
@@ -443,7 +446,7 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
     plan = plan_runs(*request, workload);
     check_placement(*request, plan, g.dry_run_processes > 0 ? g.dry_run_processes : session.size());
     for (PlannedRun& p : plan.runs) p.factory = workload_model(dataset_spec(p.config.dataset), p.model_values);
-    const at::Device device = resolve_device(g.device, session.local_rank());
+    const at::Device device = resolve_device(g, request->stored, session.local_rank());
     std::string gpu_driver;
     const std::string gpu = gpu_identity(device, g.deterministic, &gpu_driver);
     if (g.deterministic) set_deterministic(device);

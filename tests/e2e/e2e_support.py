@@ -13,6 +13,10 @@ import unittest
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_mpi_yield_when_idle="1")
 
+# ATen's plainest CPU kernels (ATEN_CPU_CAPABILITY=default) as LibTorch names them in
+# `cpu_kernels`: "NO AVX" in 1.13 and 2.6, "DEFAULT" in 2.11 (seen on the GPU machine).
+PLAINEST_ATEN = r"ATen (?:NO AVX|DEFAULT)"
+
 
 def start_until(cmd, marker, env=None):
     """Starts `cmd` and returns its Popen once its stdout has printed a line holding `marker`."""

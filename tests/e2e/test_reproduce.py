@@ -19,7 +19,7 @@ import unittest
 import h5py
 import numpy as np
 
-from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
+from e2e_support import MPI_ENV, PLAINEST_ATEN, TempFolderTest, make_fixtures
 
 MLP, RESNET, DATA_TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
 MPIEXEC = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -34,8 +34,9 @@ class Reproduce(TempFolderTest):
         cls.data = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 200, 50)
         # Two threads spread over each operation: the reproduction must take them from
         # the file (another count may change the bits).
+        # On the CPU, also on a GPU machine: its reproductions must stay there.
         run = [MLP, "--dataset", "mnist", "--workers", "2", "--batch_size", "10", "--sync_period", "4",
-               "--epochs", "2", "--eval_every", "5", "--threads", "2", "--output", cls.tmp]
+               "--epochs", "2", "--eval_every", "5", "--threads", "2", "--output", cls.tmp, "--device", "cpu"]
         cls.exe(run + ["--name", "ref", "--parallel", "operations"])
         cls.reference = glob.glob(os.path.join(cls.tmp, "ref", "runs", "*.h5"))[0]
         # The two workers side by side on the two threads (auto): one thread's bits.
@@ -75,10 +76,11 @@ class Reproduce(TempFolderTest):
         # (within its first steps); the provenance says why.
         with h5py.File(self.reference_workers, "r") as f:
             kernels = f["provenance"].attrs["cpu_kernels"]
-        if kernels.startswith("ATen NO AVX"):
+        if re.match(PLAINEST_ATEN, kernels):
             self.skipTest("ATen's plainest CPU kernels are already this CPU's")
         out = self.reproduce(MLP, self.reference_workers, status=4, env={"ATEN_CPU_CAPABILITY": "default"})
-        self.assertRegex(out, r"\n  cpu_kernels       " + re.escape(kernels) + r" -> ATen NO AVX(, oneDNN .*)?\n")
+        self.assertRegex(out, r"\n  cpu_kernels       " + re.escape(kernels) + r" -> " + PLAINEST_ATEN +
+                         r"(, oneDNN .*)?\n")
         self.assertRegex(out, r"train/loss: \d+ of \d+ values differ, the first at row \d+ \(step \d+\)")
         self.assertIn("# reproduce: DIFFERENT:", out)
 
@@ -86,7 +88,7 @@ class Reproduce(TempFolderTest):
         # oneDNN computes LibTorch's convolutions on the CPU with the instruction set it picks by
         # CPU kind; capped at SSE4.1, a ResNet's run differs, and the provenance says why.
         self.exe([RESNET, "--depth", "8", "--workers", "1", "--batch_size", "16", "--epochs", "1",
-                  "--threads", "1", "--output", self.tmp, "--name", "resnet-kernels"])
+                  "--threads", "1", "--output", self.tmp, "--name", "resnet-kernels", "--device", "cpu"])
         (resnet,) = glob.glob(os.path.join(self.tmp, "resnet-kernels", "runs", "*.h5"))
         with h5py.File(resnet, "r") as f:
             kernels = f["provenance"].attrs["cpu_kernels"]
@@ -115,6 +117,36 @@ class Reproduce(TempFolderTest):
         out = self.reproduce(MLP, self.reference_workers, "--threads", "1")
         self.assertIn("threads           2 -> 1", out)
         self.assertIn("parallel          same: workers", out)
+        self.assertIn("# reproduce: identical", out)
+
+    def test_a_run_trains_again_on_its_references_kind_of_device(self):
+        # The reference ran on the CPU: its reproduction does too, also on a GPU machine
+        # (where --device auto would take the GPU, whose kernels give other bits).
+        self.assertIn("device            same: cpu", self.reproduce(MLP, self.reference_workers))
+        # A GPU's run (its provenance edited so): on a GPU again, or refused with the way on.
+        gpu_run = os.path.join(self.tmp, "gpu-run.h5")
+        shutil.copy(self.reference_workers, gpu_run)
+        gpu = "NVIDIA H200, compute 9.0, CUDA 13.0, cuBLAS 13.1.0, cuDNN 9.19.0"
+        with h5py.File(gpu_run, "r+") as f:
+            f["provenance"].attrs["device"] = "cuda:0"
+            f["provenance"].attrs["gpu"] = gpu
+            del f["provenance"].attrs["text_crc32"]  # edited texts: their checksum goes (else: a damaged file)
+        cmd = [MLP, "--reproduce", gpu_run, "--data_dir", self.data, "--output", os.path.join(self.tmp, "again"),
+               "--quiet"]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
+        if r.returncode == 2:
+            self.assertRegex(r.stderr, re.escape(f"--reproduce: {gpu_run}: the run trained on a GPU (cuda:0, {gpu}) "
+                                                 "and ") +
+                             r"(this dpstudy was built with DPSTUDY_WITH_CUDA=OFF|this LibTorch has no CUDA support "
+                             r"or no GPU is visible): give --device cpu to train it again on the CPU, knowing that "
+                             r"the CPU's bits differ \(DIFFERENT\)\n")
+            self.assertNotIn("# run id", r.stdout)  # nothing trained
+        else:  # a GPU here: trained on it, whose bits are not the CPU's the file holds
+            self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+            self.assertIn("device            same: cuda:0", r.stdout)
+        # Asked for, the CPU: the reference's bits (it truly ran there), its device named.
+        out = self.reproduce(MLP, gpu_run, "--device", "cpu")
+        self.assertIn("device            cuda:0 -> cpu", out)
         self.assertIn("# reproduce: identical", out)
 
     @unittest.skipUnless(MPIEXEC, "built without MPI")
