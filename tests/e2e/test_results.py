@@ -116,7 +116,7 @@ class Results(TempFolderTest):
             for key in ("dpstudy_version", "git_commit", "libtorch", "hdf5", "mpi_library", "hostname", "hosts",
                         "threads", "command_line", "dataset_checksums", "gpu", "gpu_driver", "cpu_kernels"):
                 self.assertIn(key, run["provenance"].attrs)
-            # LibTorch's CPU kernels: ATen's level as at::show_config() names it (AVX2, AVX512, NO AVX),
+            # LibTorch's CPU kernels: ATen's level as at::show_config() names it (AVX2, AVX512, NO AVX or DEFAULT),
             # and oneDNN's version and instruction set where LibTorch has it.
             self.assertRegex(run["provenance"].attrs["cpu_kernels"], r"^ATen [A-Z0-9][A-Z0-9 ]*(, oneDNN \d\S* .+)?$")
             self.assertEqual(f["index/cpu_kernels"][0].decode(), run["provenance"].attrs["cpu_kernels"])
