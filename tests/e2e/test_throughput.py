@@ -17,7 +17,7 @@ import unittest
 
 import h5py
 
-from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures, need_gnuplot
 
 EXE, DATA_TOOL, ANALYZE = sys.argv[1], sys.argv[2], sys.argv[3]
 MPIEXEC = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -222,6 +222,7 @@ class Throughput(TempFolderTest):
             (v0, y0), (v1, y1) = sorted(ticks.items())[:2]
             return svg, lines, (y0 - y1) / math.log10(v1 / v0)  # pixels per decade of samples/s
 
+        need_gnuplot(self)
         path = os.path.join(out, "weak.svg")
         text = plot(os.path.join(out, "weak"), "--where", "sync_period=4", "--output", path)
         self.assertIn("each worker's batch held along a line: weak scaling", text)
@@ -303,6 +304,7 @@ class Throughput(TempFolderTest):
         rows = [line for line in text.split("\n") if line.startswith("| 2 | 10 |")]
         self.assertEqual(len(rows), 2, text)
         self.assertIn(f"dpstudy-analyze plot --kind scaling {folder} --where 'workers=2' --output scaling.png", text)
+        need_gnuplot(self)
         self.assertIn("![throughput against workers](scaling.png)\n\n- each worker's batch held along a line", text)
         with open(os.path.join(report, "scaling.png"), "rb") as f:
             self.assertTrue(f.read().startswith(b"\x89PNG"))
