@@ -39,8 +39,8 @@ struct JobOptions {
   double expect_accuracy = -1;
   bool expect_given = false;  // --expect_accuracy given: a check to make
   bool quiet = false, verbose = false, force = false, dry_run = false, rebuild_index = false, verify_data = false;
-  bool threads_given = false, parallel_given = false, device_given = false;  // not their defaults (--reproduce
-                                                                             // takes the file's)
+  // Given, not their defaults: --reproduce takes the file's otherwise.
+  bool threads_given = false, parallel_given = false, device_given = false;
   int procs_per_run = 0;
   int dry_run_processes = 0;  // --dry_run: plan for a job of this many processes (0: this job's)
   std::string placement = "dynamic";

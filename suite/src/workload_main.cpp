@@ -77,8 +77,9 @@ at::Device resolve_device(const JobOptions& g, const StoredRun& stored, int loca
     if (name == "cuda" && !g.reproduce.empty() && !g.device_given) {
       throw UsageError(no_gpu_for_reference(g.reproduce, stored, why));
     }
-    if (name == "cuda")
+    if (name == "cuda") {
       throw ConfigError("device", name, "is not available: " + std::string(why) + " (use --device cpu)");
+    }
     return at::kCPU;
   }
   return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));

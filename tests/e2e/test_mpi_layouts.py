@@ -591,8 +591,7 @@ class Layouts(TempFolderTest):
         self.assertRegex(kernels, r"^ATen [A-Z0-9 ]+\S* .*\| " + PLAINEST_ATEN)
         self.assertRegex(r.stdout, r"# warning: the job's processes use 2 sets of CPU kernels \(rank 0 on \S+: ATen "
                                    r"[^;]+; rank 1 on \S+: " + PLAINEST_ATEN + r"[^;]*\): a run on processes of two "
-                                   r"sets does "
-                                   r"not give the bits of one process")
+                                   r"sets does not give the bits of one process")
 
     def test_groups_stop_taking_runs_once_another_job_finishes_one_on_other_files(self):
         # Job B trains seed 2 alone on one copy; job A, 2 processes taking runs on
