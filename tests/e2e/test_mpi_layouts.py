@@ -7,7 +7,8 @@ processes take runs as they become free (dynamic placement) or as placed in
 advance. And a rank that fails aborts the whole job quickly, keeping every
 finished run.
 
-usage: test_mpi_layouts.py WORKLOAD_EXE DPSTUDY_DATA MPIEXEC
+usage: test_mpi_layouts.py WORKLOAD_EXE DPSTUDY_DATA MPIEXEC [Layouts|Jobs]
+(CTest runs the two halves apart, mpi_layouts and mpi_jobs, so that they run side by side.)
 """
 import glob
 import os
@@ -30,7 +31,8 @@ ENV = dict(MPI_ENV, OMPI_MCA_rmaps_base_oversubscribe="1")
 SMALL = ["--hidden", "64"]
 
 
-class Layouts(TempFolderTest):
+class MpiStudies(TempFolderTest):
+    """What both halves share: generated data and studies under mpirun or in one process."""
     prefix = "dpstudy-mpi-test-"
 
     @classmethod
@@ -66,6 +68,10 @@ class Layouts(TempFolderTest):
         for j, log in zip(jobs, logs):
             self.assertEqual(j.returncode, 0, log)
         return logs
+
+
+class Layouts(MpiStudies):
+    """The same bits on every layout, checkpoints and signals across processes."""
 
     def test_default_threads_follow_the_binding(self):
         # Open MPI binds a lone process to one core: as many threads as it may use there
@@ -259,6 +265,10 @@ class Layouts(TempFolderTest):
             self.assertIn("its checkpoints are not a complete set for 1 process(es) at one step", log.read())
         self.assertEqual([f for f in os.listdir(os.path.join(out, "s", "runs")) if ".ckpt." in f], [])
         self.same_as_one_process(out, args[:-2])
+
+
+class Jobs(MpiStudies):
+    """Jobs sharing a study, dynamic placement, and errors of some processes ending the job."""
 
     def test_jobs_started_side_by_side_share_a_study(self):
         # Two jobs on one study (a job array, or a second allocation): each run is
@@ -639,4 +649,4 @@ class Layouts(TempFolderTest):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    unittest.main(argv=[sys.argv[0], *sys.argv[4:]], verbosity=2)
