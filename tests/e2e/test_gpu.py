@@ -8,6 +8,7 @@ skipped). ResNet-8 with batch norm, augmentation and local SGD on the GPU:
   resumed without it is warned of;
 - with mpiexec, 1 and 2 processes sharing the GPU give the same bits (host copy or
   CUDA-aware MPI, whichever the MPI library offers);
+- a GPU run reproduced (--reproduce) on the GPU gives its bits again, on the CPU other bits;
 - it still learns: overfitting 256 samples drives the training loss below 0.1;
 - the GPU's results are close to, not equal to, the CPU's (other kernels).
 
@@ -97,6 +98,22 @@ class Gpu(TempFolderTest):
         self.assertEqual(more.returncode, 0, more.stdout + more.stderr)
         self.assertRegex(more.stdout, r"# warning: 1 of the 1 complete runs were made with other CUDA libraries or GPU "
                                       r"settings \(LibTorch .*; NVIDIA_TF32_OVERRIDE=0\) than this process's")
+
+    def test_a_gpu_run_is_reproduced_on_the_gpu_bit_for_bit(self):
+        # --reproduce takes the reference's kind of device (here without --device: auto would
+        # also take the GPU, so the CPU's refusal path is reproduce_run's); on the CPU, asked
+        # for, the bits differ and the provenance says where each ran.
+        out = self.study("reproduced", "--workers", "2", "--epochs", "1", "--sync_period", "2")
+        (reference,) = glob.glob(os.path.join(out, "runs", "*.h5"))
+        again = os.path.join(self.tmp, "again")
+        r = run(["--reproduce", reference, "--data_dir", self.data, "--output", again])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"\n  device            same: cuda:\d+\n")
+        self.assertIn("# reproduce: identical", r.stdout)
+        r = run(["--reproduce", reference, "--data_dir", self.data, "--output", again, "--device", "cpu"])
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"\n  device            cuda:\d+ -> cpu\n")
+        self.assertIn("# reproduce: DIFFERENT", r.stdout)
 
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
     def test_one_and_two_processes_give_the_same_bits(self):
