@@ -73,12 +73,11 @@ at::Device resolve_device(const JobOptions& g, const StoredRun& stored, int loca
   if (name == "cpu" || !DPSTUDY_CUDA) return at::kCPU;
   const int gpus = at::hasCUDA() ? at::detail::getCUDAHooks().getNumGPUs() : 0;
   if (gpus == 0) {
-    const char* why = "this LibTorch has no CUDA support or no GPU is visible";
-    if (name == "cuda" && !g.reproduce.empty() && !g.device_given) {
-      throw UsageError(no_gpu_for_reference(g.reproduce, stored, why));
-    }
     if (name == "cuda") {
-      throw ConfigError("device", name, "is not available: " + std::string(why) + " (use --device cpu)");
+      const std::string why = "this LibTorch has no CUDA support or no GPU is visible";
+      // Not asked for: the reproduced run's own device.
+      if (!g.reproduce.empty() && !g.device_given) throw UsageError(no_gpu_for_reference(g.reproduce, stored, why));
+      throw ConfigError("device", name, "is not available: " + why + " (use --device cpu)");
     }
     return at::kCPU;
   }
@@ -87,9 +86,9 @@ at::Device resolve_device(const JobOptions& g, const StoredRun& stored, int loca
 
 // The CPU kernels LibTorch's own code picked, which decide the bits as the BLAS
 // build decides a product's: ATen's vectorised level ("AVX2", "AVX512", "NO
-// AVX" or, in 2.11, "DEFAULT"; by CPU kind, or ATEN_CPU_CAPABILITY) and oneDNN's version and instruction
-// set (its convolutions; by CPU kind, or ONEDNN_MAX_CPU_ISA): "ATen AVX2, oneDNN
-// 2.6.3 avx512_core_bf16". Runs reproduced here under ATEN_CPU_CAPABILITY=default,
+// AVX", or "DEFAULT" in 2.11; by CPU kind, or ATEN_CPU_CAPABILITY) and oneDNN's
+// version and instruction set (its convolutions; by CPU kind, or
+// ONEDNN_MAX_CPU_ISA): "ATen AVX2, oneDNN 2.6.3 avx512_core_bf16". Runs reproduced here under ATEN_CPU_CAPABILITY=default,
 // and a ResNet's under ONEDNN_MAX_CPU_ISA=AVX2, differed within their first
 // steps. ATen's level from at::show_config(), which every LibTorch has (1.13
 // declares no at::get_cpu_capability); so is oneDNN's version where the library
