@@ -88,11 +88,12 @@ at::Device resolve_device(const JobOptions& g, const StoredRun& stored, int loca
 // build decides a product's: ATen's vectorised level ("AVX2", "AVX512", "NO
 // AVX", or "DEFAULT" in 2.11; by CPU kind, or ATEN_CPU_CAPABILITY) and oneDNN's
 // version and instruction set (its convolutions; by CPU kind, or
-// ONEDNN_MAX_CPU_ISA): "ATen AVX2, oneDNN 2.6.3 avx512_core_bf16". Runs reproduced here under ATEN_CPU_CAPABILITY=default,
-// and a ResNet's under ONEDNN_MAX_CPU_ISA=AVX2, differed within their first
-// steps. ATen's level from at::show_config(), which every LibTorch has (1.13
-// declares no at::get_cpu_capability); so is oneDNN's version where the library
-// does not tell it itself (linked in with hidden symbols). "-" where none says.
+// ONEDNN_MAX_CPU_ISA): "ATen AVX2, oneDNN 2.6.3 avx512_core_bf16". Runs
+// reproduced here under ATEN_CPU_CAPABILITY=default, and a ResNet's under
+// ONEDNN_MAX_CPU_ISA=AVX2, differed within their first steps. ATen's level from
+// at::show_config(), which every LibTorch has (1.13 declares no
+// at::get_cpu_capability); so is oneDNN's version where the library does not
+// tell it itself (linked in with hidden symbols). "-" where none says.
 std::string cpu_kernels() {
   const std::string config = at::show_config();
   // What follows `key` in show_config up to one of `ends`; "" where `key` is absent.
