@@ -36,8 +36,9 @@ class Analyze(TempFolderTest):
     def setUpClass(cls):
         super().setUpClass()
         data = cls.data = make_fixtures(DATA_TOOL, os.path.join(cls.tmp, "data"), 200, 50)
+        # On the CPU, also on a GPU node: tests below edit the runs' gpu and cpu_kernels by hand.
         common = [EXE, "--data_dir", data, "--dataset", "mnist", "--epochs", "1", "--output", cls.tmp, "--quiet",
-                  "--workers", "2", "--eval_every", "2"]
+                  "--workers", "2", "--eval_every", "2", "--device", "cpu"]
         # lr 1000 diverges: a group with diverged runs only. overlap 0.5 is missing at sync_period 4.
         subprocess.run(common + ["--name", "main", "--batch_size", "10", "--overlap", "0,0.5", "--sync_period", "1,4",
                                  "--lr", "0.05,1000", "--seeds", "3", "--exclude", "overlap=0.5 & sync_period=4"],
@@ -553,8 +554,8 @@ class Analyze(TempFolderTest):
         other_data = make_fixtures(DATA_TOOL, os.path.join(self.tmp, "other-data"), 240, 50)
         subprocess.run([EXE, "--data_dir", other_data, "--dataset", "mnist", "--epochs", "1", "--output",
                         os.path.join(self.tmp, "other-machine"), "--quiet", "--workers", "2", "--eval_every", "2",
-                        "--name", "periods", "--batch_size", "10", "--sync_period", "1,never", "--seeds", "2"],
-                       check=True, stdout=subprocess.DEVNULL)
+                        "--name", "periods", "--batch_size", "10", "--sync_period", "1,never", "--seeds", "2",
+                        "--device", "cpu"], check=True, stdout=subprocess.DEVNULL)
         elsewhere = os.path.join(self.tmp, "other-machine", "periods")
         self.assertNotIn("warning", self.analyze("summary", self.periods, "--by", "sync_period"))
         with h5py.File(os.path.join(self.periods, "index.h5"), "r") as f:
@@ -601,7 +602,7 @@ class Analyze(TempFolderTest):
         # The study again (all complete) rewrites its index from the run files.
         rerun = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--epochs", "1", "--output",
                  os.path.dirname(folder), "--quiet", "--workers", "2", "--eval_every", "2", "--name", "periods",
-                 "--batch_size", "10", "--sync_period", "1,never", "--seeds", "2"]
+                 "--batch_size", "10", "--sync_period", "1,never", "--seeds", "2", "--device", "cpu"]
         subprocess.run(rerun, check=True, stdout=subprocess.DEVNULL)
         with h5py.File(os.path.join(folder, "index.h5"), "r") as f:
             versions = sorted(v.decode() for v in f["index/libtorch"][()])
