@@ -135,6 +135,7 @@ struct DryRun {
   double measured_rate = 0;         // mean samples/s of the complete runs
   std::size_t side_by_side = 0;     // runs with their workers side by side (--parallel)
   int threads = 0, processes = 1;
+  std::string device = "cpu";           // where the runs train ("cuda:0")
   std::vector<std::string> data_notes;  // datasets not here, costs assumed
   std::set<std::string> resumable;      // run ids with checkpoints
   std::vector<int> procs;               // per run to do

@@ -25,11 +25,19 @@ void print_dry_run(const DryRun& d) {
   std::printf("# results: %s; %d process(es)\n", r.study_dir.c_str(), d.processes);
   // Planned for another job, the default threads are those of this process's place, not of that job's.
   const bool guessed = g.dry_run_processes > 0 && !g.threads_given;
-  std::printf("# threads: %d per process%s, --parallel %s: %zu run(s) with their workers side by side (one "
-              "thread each: the bits of one thread), %zu spreading each operation over the threads "
-              "(docs/engine.md#threads)\n",
-              d.threads, guessed ? " (as this process would set them: give --threads as that job will)" : "",
-              g.parallel.c_str(), d.side_by_side, plan.size() - d.side_by_side);
+  const char* guess = guessed ? " (as this process would set them: give --threads as that job will)" : "";
+  if (d.device != "cpu") {  // --parallel is the CPU's: a GPU runs each operation in parallel itself
+    std::printf(
+        "# threads: %d per process%s, for the host's part; device %s: each run steps its workers one "
+        "after another, each operation on the GPU (docs/engine.md#threads)\n",
+        d.threads, guess, d.device.c_str());
+  } else {
+    std::printf(
+        "# threads: %d per process%s, --parallel %s: %zu run(s) with their workers side by side (one "
+        "thread each: the bits of one thread), %zu spreading each operation over the threads "
+        "(docs/engine.md#threads)\n",
+        d.threads, guess, g.parallel.c_str(), d.side_by_side, plan.size() - d.side_by_side);
+  }
   for (const auto& note : d.data_notes) std::printf("%s\n", note.c_str());
   for (const auto& note : d.plan->notes) std::printf("%s\n", note.c_str());
   // What another job on this study is doing shows in the folder: a claim is a

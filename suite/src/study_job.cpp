@@ -276,6 +276,7 @@ DryRun StudyJob::dry_run() const {
                                           job_.device) == Parallelism::workers;
   }
   d.threads = g_.threads;
+  d.device = job_.device.str();
   d.processes = planned_processes();
   d.data_notes = job_.data_notes;
   if (!stack_note_.empty()) d.data_notes.push_back(stack_note_);

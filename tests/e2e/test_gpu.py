@@ -9,6 +9,7 @@ skipped). ResNet-8 with batch norm, augmentation and local SGD on the GPU:
 - with mpiexec, 1 and 2 processes sharing the GPU give the same bits (host copy or
   CUDA-aware MPI, whichever the MPI library offers);
 - a GPU run reproduced (--reproduce) on the GPU gives its bits again, on the CPU other bits;
+- a dry run says the runs step their workers on the GPU (not --parallel's side by side);
 - it still learns: overfitting 256 samples drives the training loss below 0.1;
 - the GPU's results are close to, not equal to, the CPU's (other kernels).
 
@@ -114,6 +115,17 @@ class Gpu(TempFolderTest):
         self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"\n  device            cuda:\d+ -> cpu\n")
         self.assertIn("# reproduce: DIFFERENT", r.stdout)
+
+    def test_a_dry_run_says_the_runs_train_on_the_gpu(self):
+        # --parallel is the CPU's: the dry run had counted every GPU run as one "spreading each
+        # operation over the threads".
+        r = run(["--data_dir", self.data, "--device", "cuda", "--depth", "8", "--batch_size", "16", "--workers",
+                 "2,4", "--output", os.path.join(self.tmp, "planned"), "--name", "s", "--dry_run"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"\n# threads: 1 per process, for the host's part; device cuda:\d+: each run "
+                                   r"steps its workers one after another, each operation on the GPU "
+                                   r"\(docs/engine\.md#threads\)\n")
+        self.assertNotIn("side by side", r.stdout)
 
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
     def test_one_and_two_processes_give_the_same_bits(self):
