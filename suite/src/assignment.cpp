@@ -14,7 +14,7 @@ namespace {
 
 // Random streams of the data seed, one per purpose, so that changing one
 // option does not reshuffle what another one decides.
-enum Stream : std::uint64_t { kOrder = 1, kUnits = 2, kSpread = 1000, kDirichlet = 1u << 20 };
+enum Stream : std::uint64_t { kOrder = 1, kUnits = 2, kPool = 3, kSpread = 1000, kDirichlet = 1u << 20 };
 
 struct Unit {
   std::int64_t start, size;  // a run of positions in the ordered list
@@ -93,6 +93,48 @@ void append_unit(std::vector<std::int64_t>& shard, const std::vector<std::int64_
   shard.insert(shard.end(), order.begin() + u.start, order.begin() + u.start + u.size);
 }
 
+// Coarse pool mode: the pool is a uniformly random sample of `shared` samples
+// (stream kPool), whatever the order; what is left keeps its order and is cut
+// into one contiguous run per owner. Taking the first alpha of the order
+// instead would give every worker the first classes of a label-sorted set.
+// Each shard lists its positions in the order's sequence, so that one owner's
+// shard is the whole order at any alpha.
+std::vector<std::vector<std::int64_t>> coarse_with_pool(std::int64_t n, const std::vector<std::int64_t>& order,
+                                                        std::int64_t shared, const AssignmentSpec& s) {
+  std::vector<std::int64_t> index(static_cast<std::size_t>(n));
+  std::iota(index.begin(), index.end(), 0);
+  Rng rng = Rng::stream(s.seed, kPool);
+  for (std::int64_t i = 0; i < shared; ++i) {  // partial Fisher-Yates: a draw without replacement
+    std::swap(index[std::size_t(i)], index[std::size_t(i) + rng.below(std::uint64_t(n - i))]);
+  }
+  std::vector<char> in_pool(static_cast<std::size_t>(n), 0);
+  for (std::int64_t i = 0; i < shared; ++i) in_pool[std::size_t(index[std::size_t(i)])] = 1;
+  std::vector<std::int64_t> rest;  // indices into the order, in its sequence
+  rest.reserve(std::size_t(n - shared));
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (!in_pool[std::size_t(i)]) rest.push_back(i);
+  }
+  const std::int64_t owners = s.owners, left = std::int64_t(rest.size());
+  std::vector<Unit> parts;  // runs of `rest`
+  for (std::int64_t u = 0; u < owners; ++u) {
+    const std::int64_t b = part_begin(u, left, owners), e = part_begin(u + 1, left, owners);
+    parts.push_back({b, e - b});
+  }
+  Rng::stream(s.seed, kUnits).shuffle(parts);  // which owner gets which run
+  std::vector<std::vector<std::int64_t>> shards(static_cast<std::size_t>(owners));
+  for (std::int64_t u = 0; u < owners; ++u) {
+    const Unit& part = parts[std::size_t(u)];  // may be empty at alpha near 1: the pool feeds it
+    std::vector<char> mine(in_pool);
+    for (std::int64_t i = part.start; i < part.start + part.size; ++i) mine[std::size_t(rest[std::size_t(i)])] = 1;
+    auto& shard = shards[std::size_t(u)];
+    shard.reserve(std::size_t(shared + part.size));
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (mine[std::size_t(i)]) shard.push_back(order[std::size_t(i)]);
+    }
+  }
+  return shards;
+}
+
 }  // namespace
 
 AssignmentSpec assignment_spec(const RunConfig& c) {
@@ -106,24 +148,23 @@ std::vector<std::vector<std::int64_t>> assign_shards(std::int64_t n, const std::
   const std::vector<std::int64_t> order = ordered_positions(n, labels, s);
 
   // Units: single samples (fine), blocks (medium), or, for coarse, one
-  // contiguous run per owner's disjoint part (and one for the shared pool).
+  // contiguous run per owner's disjoint part of what the pool leaves.
   std::vector<Unit> units;
   std::int64_t shared_units = 0;
   const bool pool = s.mode == OverlapMode::pool;
   if (s.granularity == Granularity::coarse) {
     const std::int64_t shared = pool ? std::llround(s.overlap * double(n)) : 0;
-    units.reserve(std::size_t(owners) + 1);
-    if (shared > 0) units.push_back({0, shared});
-    shared_units = shared > 0 ? 1 : 0;
+    if (shared > 0 && owners > 1) return coarse_with_pool(n, order, shared, s);
     std::vector<Unit> parts;
     for (std::int64_t u = 0; u < owners; ++u) {
-      const std::int64_t b = shared + part_begin(u, n - shared, owners);
-      const std::int64_t e = shared + part_begin(u + 1, n - shared, owners);
+      const std::int64_t b = part_begin(u, n, owners), e = part_begin(u + 1, n, owners);
       parts.push_back({b, e - b});
     }
     Rng::stream(s.seed, kUnits).shuffle(parts);  // which owner gets which run
-    units.insert(units.end(), parts.begin(), parts.end());
+    units = std::move(parts);
   } else {
+    // Fine and medium units are in an order drawn with the data seed, so the
+    // first alpha of them is already a uniformly random pool.
     const std::int64_t size = s.granularity == Granularity::fine ? 1 : s.block_size;
     for (std::int64_t b = 0; b < n; b += size) units.push_back({b, std::min(size, n - b)});
     Rng::stream(s.seed, kUnits).shuffle(units);
@@ -193,8 +234,36 @@ std::vector<std::vector<std::int64_t>> assign_shards(std::int64_t n, const std::
   return shards;
 }
 
-AssignmentStats assignment_stats(std::int64_t n, const std::vector<std::vector<std::int64_t>>& shards) {
+namespace {
+
+void add_class_skew(std::int64_t n, const std::vector<std::vector<std::int64_t>>& shards, const std::int64_t* labels,
+                    AssignmentStats& st) {
+  std::int64_t classes = 0;
+  for (std::int64_t i = 0; i < n; ++i) classes = std::max(classes, labels[i] + 1);
+  std::vector<double> global(std::size_t(classes), 0.0);
+  for (std::int64_t i = 0; i < n; ++i) global[std::size_t(labels[i])] += 1.0 / double(n);
+  st.classes = classes;
+  st.class_counts.assign(shards.size() * std::size_t(classes), 0);
+  double tv_sum = 0;
+  for (std::size_t u = 0; u < shards.size(); ++u) {
+    std::int64_t* row = st.class_counts.data() + u * std::size_t(classes);
+    for (std::int64_t p : shards[u]) ++row[labels[p]];
+    double tv = 0;
+    for (std::int64_t c = 0; c < classes; ++c) {
+      const double share = shards[u].empty() ? 0.0 : double(row[c]) / double(shards[u].size());
+      tv += std::abs(share - global[std::size_t(c)]);
+    }
+    tv_sum += tv / 2;
+  }
+  st.class_skew = shards.empty() ? 0 : tv_sum / double(shards.size());
+}
+
+}  // namespace
+
+AssignmentStats assignment_stats(std::int64_t n, const std::vector<std::vector<std::int64_t>>& shards,
+                                 const std::int64_t* labels) {
   AssignmentStats st;
+  if (labels && n > 0) add_class_skew(n, shards, labels, st);
   const std::size_t words = std::size_t(n + 63) / 64;
   std::vector<std::vector<std::uint64_t>> member(shards.size(), std::vector<std::uint64_t>(words, 0));
   std::vector<std::uint64_t> any(words, 0);

@@ -156,6 +156,13 @@ void Group::write_matrix(const std::string& name, const std::vector<double>& v, 
   write_dataset(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, one_nan(v).data(), 2, dims, unit);
 }
 
+void Group::write_matrix(const std::string& name, const std::vector<std::int64_t>& v, std::int64_t rows,
+                         std::int64_t cols, const std::string& unit) {
+  if (std::int64_t(v.size()) != rows * cols) throw Hdf5Error(path_, name + ": data does not fill the matrix");
+  const hsize_t dims[2] = {hsize_t(rows), hsize_t(cols)};
+  write_dataset(hid_t(id_), path_, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v.data(), 2, dims, unit);
+}
+
 std::vector<double> Group::read_doubles(const std::string& name) const {
   return read_numbers<double>(hid_t(id_), path_, name, name_ + "/" + name, H5T_NATIVE_DOUBLE);
 }

@@ -134,6 +134,14 @@ void write_series(h5::Group& root, const RunResult& r, int workers) {
     g.set("covered", a.covered);
     g.set("mean_pairwise_intersection", a.mean_intersection);
     g.set("mean_pairwise_overlap_fraction", a.mean_overlap_fraction);
+    // 2: the pool of pool mode is a random sample whatever the order; files
+    // without it drew a coarse pool from the start of the order (CHANGELOG.md).
+    g.set("scheme", std::int64_t(kAssignmentScheme));
+    if (a.classes > 0) {
+      g.set("class_skew", a.class_skew);
+      g.write_matrix("class_counts", a.class_counts, std::int64_t(a.class_counts.size()) / a.classes, a.classes,
+                     "samples");
+    }
   }
   {
     h5::Group g = root.create_group("sparsity");

@@ -44,6 +44,27 @@ void read_cells(const h5::Group& g, const std::vector<std::string>& keys, std::v
   }
 }
 
+// The assignment's scheme (1 for files from before it was recorded), the skew it
+// achieved, and its shards' class counts as text ("12,0,3;0,9,4": one row per
+// shard owner), so that pandas and dpstudy-analyze can group runs by the skew.
+void add_assignment_cells(const h5::Group& root, std::vector<Cell>* out) {
+  if (!root.has("assignment")) return;
+  const h5::Group g = root.open_group("assignment");
+  out->push_back(Cell{"assignment_scheme", 'i', g.has_attr("scheme") ? g.get_int("scheme") : 1, 0, ""});
+  if (g.has_attr("class_skew")) out->push_back(Cell{"class_skew", 'f', 0, g.get_double("class_skew"), ""});
+  if (g.has("class_counts")) {
+    const std::vector<std::int64_t> dims = g.dataset_shape("class_counts");
+    const std::vector<std::int64_t> counts = g.read_ints("class_counts");
+    std::string text;
+    const std::int64_t cols = dims.size() == 2 ? dims[1] : std::int64_t(counts.size());
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      if (i > 0) text += (std::int64_t(i) % cols == 0) ? ";" : ",";
+      text += std::to_string(counts[i]);
+    }
+    out->push_back(Cell{"shard_class_counts", 's', 0, 0, text});
+  }
+}
+
 std::vector<std::string> attr_names_except(const h5::Group& g, const char* except) {
   std::vector<std::string> names = g.attr_names();
   names.erase(std::remove(names.begin(), names.end(), except), names.end());
@@ -59,18 +80,39 @@ struct Column {
 };
 
 std::string unit_of(const std::string& key) {
-  static const std::map<std::string, std::string> units = {
-      {"final_test_accuracy", "fraction"}, {"best_test_accuracy", "fraction"}, {"final_val_accuracy", "fraction"},
-      {"final_synced_test_accuracy", "fraction"},
-      {"final_test_loss", "nats"},         {"wall_time_s", "s"},               {"samples_per_s", "samples/s"},
-      {"compute_time_s", "s"},             {"comm_time_s", "s"},               {"eval_time_s", "s"},
-      {"steps", "step"},                   {"steps_per_epoch", "step"},        {"batch_size", "samples"},
-      {"epochs", "epoch"},                 {"warmup_epochs", "epoch"},         {"sync_period", "step"},
-      {"group_sync_period", "step"},       {"eval_every", "step"},             {"block_size", "samples"},
-      {"test_every", "step"},              {"steps_to_goal", "step"},          {"time_to_goal_s", "s"},
-      {"overlap", "fraction"},             {"validation_fraction", "fraction"}, {"goal_error", "fraction"},
-      {"sparsity", "fraction"},            {"sparsity_achieved", "fraction"},  {"parameters", "count"},
-      {"lr_decay_steps", "step"},          {"local_sgd_from_epoch", "epoch"},  {"peak_rss_mib", "MiB"}};
+  static const std::map<std::string, std::string> units = {{"final_test_accuracy", "fraction"},
+                                                           {"best_test_accuracy", "fraction"},
+                                                           {"final_val_accuracy", "fraction"},
+                                                           {"final_synced_test_accuracy", "fraction"},
+                                                           {"final_test_loss", "nats"},
+                                                           {"wall_time_s", "s"},
+                                                           {"samples_per_s", "samples/s"},
+                                                           {"compute_time_s", "s"},
+                                                           {"comm_time_s", "s"},
+                                                           {"eval_time_s", "s"},
+                                                           {"steps", "step"},
+                                                           {"steps_per_epoch", "step"},
+                                                           {"batch_size", "samples"},
+                                                           {"epochs", "epoch"},
+                                                           {"warmup_epochs", "epoch"},
+                                                           {"sync_period", "step"},
+                                                           {"group_sync_period", "step"},
+                                                           {"eval_every", "step"},
+                                                           {"block_size", "samples"},
+                                                           {"test_every", "step"},
+                                                           {"steps_to_goal", "step"},
+                                                           {"time_to_goal_s", "s"},
+                                                           {"overlap", "fraction"},
+                                                           {"validation_fraction", "fraction"},
+                                                           {"goal_error", "fraction"},
+                                                           {"sparsity", "fraction"},
+                                                           {"sparsity_achieved", "fraction"},
+                                                           {"parameters", "count"},
+                                                           {"lr_decay_steps", "step"},
+                                                           {"local_sgd_from_epoch", "epoch"},
+                                                           {"peak_rss_mib", "MiB"},
+                                                           {"class_skew", "fraction"},
+                                                           {"shard_class_counts", "samples"}};
   const auto it = units.find(key);
   return it == units.end() ? "" : it->second;
 }
@@ -183,6 +225,7 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
         read_cells(config, attr_names_except(config, "study_text"), &e.cells);
         const h5::Group summary = root.open_group("summary");
         read_cells(summary, attr_names_except(summary, "status"), &e.cells);
+        add_assignment_cells(root, &e.cells);
         // Which data files the run was trained on, in one short column: runs of one
         // dataset with different digests were trained on different copies of it.
         const h5::Group provenance = root.open_group("provenance");

@@ -77,7 +77,7 @@ DataSplit split_data(const RunConfig& c, const at::Tensor& train_y) {
   const std::int64_t* y = labels_host.data_ptr<std::int64_t>();
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = y[out.train[i]];
   out.shards = assign_shards(n, labels.data(), assignment_spec(c));
-  out.stats = assignment_stats(n, out.shards);
+  out.stats = assignment_stats(n, out.shards, labels.data());
   for (auto& shard : out.shards) {
     for (auto& p : shard) p = out.train[std::size_t(p)];
   }

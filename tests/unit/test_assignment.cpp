@@ -1,6 +1,7 @@
 // Data assignment properties over many combinations of its options.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -106,6 +107,81 @@ TEST(Assignment, CoarseLabelOrderGivesNonIidShards) {
     for (auto i : shard) classes.insert(labels[std::size_t(i)]);
     EXPECT_EQ(classes.size(), 10u);
   }
+}
+
+// A pool shared by all owners is a uniformly random sample, whatever the order:
+// with label-sorted data and coarse parts, every class is in the pool at its
+// global share, not the first classes of the order (scheme 2).
+TEST(Assignment, APoolOfLabelSortedDataHoldsEveryClassAtItsShare) {
+  const std::int64_t n = 20000;
+  const auto labels = labels_of(n);
+  const AssignmentSpec s{10, 0.5, OverlapMode::pool, Granularity::coarse, 16, DataOrder::label, 3};
+  const auto shards = assign_shards(n, labels.data(), s);
+  std::vector<std::int64_t> in_all(std::size_t(n), 0);
+  for (const auto& shard : shards) {
+    for (auto i : shard) ++in_all[std::size_t(i)];
+  }
+  std::vector<std::int64_t> pool_classes(10, 0);
+  std::int64_t pool = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (in_all[std::size_t(i)] == 10) ++pool_classes[std::size_t(labels[std::size_t(i)])], ++pool;
+  }
+  EXPECT_EQ(pool, n / 2);
+  for (std::int64_t c = 0; c < 10; ++c) {  // 1,000 expected; a binomial's sd is about 30
+    EXPECT_NEAR(double(pool_classes[std::size_t(c)]), 1000.0, 150.0) << "class " << c;
+  }
+  // The rest is cut in the order: each owner adds 1,000 samples of one class.
+  for (const auto& shard : shards) {
+    ASSERT_EQ(shard.size(), std::size_t(n / 2 + n / 20));
+    std::vector<std::int64_t> count(10, 0);
+    for (auto i : shard) ++count[std::size_t(labels[std::size_t(i)])];
+    // About 1,000 from the pool and most of its 1,000 from one class: the rest's classes
+    // are runs of about 1,000 that need not line up with the parts.
+    EXPECT_GT(*std::max_element(count.begin(), count.end()), 1500);
+  }
+  // The same seed, the same draw; one owner's shard is the whole order at any alpha.
+  EXPECT_EQ(assign_shards(n, labels.data(), s), shards);
+  const AssignmentSpec one{1, 0.5, OverlapMode::pool, Granularity::coarse, 16, DataOrder::label, 3};
+  AssignmentSpec none = one;
+  none.overlap = 0;
+  EXPECT_EQ(assign_shards(n, labels.data(), one), assign_shards(n, labels.data(), none));
+}
+
+// The skew figure: the mean total-variation distance of each shard's class mix
+// from the training set's, with the count matrix it comes from.
+TEST(Assignment, ClassSkewMeasuresTheLabelSkewAchieved) {
+  const std::int64_t n = 20000;
+  const auto labels = labels_of(n);  // 10 balanced classes
+  const auto skew = [&](const AssignmentSpec& s) {
+    const auto st = assignment_stats(n, assign_shards(n, labels.data(), s), labels.data());
+    EXPECT_EQ(st.classes, 10);
+    EXPECT_EQ(st.class_counts.size(), std::size_t(s.owners) * 10u);
+    std::int64_t total = 0;
+    for (auto c : st.class_counts) total += c;
+    const auto sizes = assign_shards(n, labels.data(), s);
+    std::int64_t samples = 0;
+    for (const auto& shard : sizes) samples += std::int64_t(shard.size());
+    EXPECT_EQ(total, samples);  // every sample of every shard counted once
+    return st.class_skew;
+  };
+  // IID: fine units of a shuffled order; 2,000 samples a shard leave only sampling noise.
+  EXPECT_LT(skew({10, 0.0, OverlapMode::pool, Granularity::fine, 16, DataOrder::shuffled, 3}), 0.05);
+  // Coarse label order, one class per owner: 0.5 (0.9 + 9 x 0.1) = 0.9 exactly.
+  EXPECT_NEAR(skew({10, 0.0, OverlapMode::pool, Granularity::coarse, 16, DataOrder::label, 3}), 0.9, 1e-9);
+  // Dirichlet: strong skew at alpha 0.1, little at 1000.
+  AssignmentSpec d{10, 0.0, OverlapMode::pool, Granularity::fine, 16, DataOrder::shuffled, 3, 0.1};
+  EXPECT_GT(skew(d), 0.5);
+  d.dirichlet_alpha = 1000;
+  EXPECT_LT(skew(d), 0.05);
+  // Coarse label order with a random pool of half the data: each shard is that
+  // pool plus 1,000 samples of one class, its own class at 0.1 / 0.55 against 0.1:
+  // 0.5 (0.0818 + 9 x 0.0091) = 0.0818, up to the pool's sampling noise.
+  EXPECT_NEAR(skew({10, 0.5, OverlapMode::pool, Granularity::coarse, 16, DataOrder::label, 3}), 0.0818, 0.01);
+  // Without labels no counts are made.
+  const auto bare = assignment_stats(
+      n, assign_shards(n, labels.data(), {2, 0.0, OverlapMode::pool, Granularity::fine, 16, DataOrder::shuffled, 3}));
+  EXPECT_EQ(bare.classes, 0);
+  EXPECT_TRUE(bare.class_counts.empty());
 }
 
 TEST(Assignment, MediumBlocksAreContiguousRunsOfTheOrder) {

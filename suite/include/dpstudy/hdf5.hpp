@@ -63,8 +63,10 @@ class Group {
   // Float32 data, bit for bit (checkpoints of model state).
   void write_floats(const std::string& name, const float* data, std::int64_t count);
   std::vector<float> read_floats(const std::string& name) const;
-  // A 2-D dataset [rows, cols] of doubles, row-major.
+  // A 2-D dataset [rows, cols], row-major.
   void write_matrix(const std::string& name, const std::vector<double>& v, std::int64_t rows, std::int64_t cols,
+                    const std::string& unit = "");
+  void write_matrix(const std::string& name, const std::vector<std::int64_t>& v, std::int64_t rows, std::int64_t cols,
                     const std::string& unit = "");
   std::vector<double> read_doubles(const std::string& name) const;
   std::vector<std::int64_t> read_ints(const std::string& name) const;
