@@ -111,6 +111,18 @@ int report_reproduction(const std::string& reference, const StoredRun& stored, c
                 "differently by the version that wrote it); the comparison below still holds\n",
                 id.c_str(), stored.run_id.c_str());
   }
+  {
+    KeyValues config;
+    for (const auto& [k, v] : stored.values) config.emplace_back(k, v);
+    const h5::File f = h5::File::open_read(reference);
+    const h5::Group root = f.root();
+    const bool scheme_1 = root.has("assignment") && !root.open_group("assignment").has_attr("scheme");
+    if (scheme_1 && pool_drawn_anew(config)) {
+      std::printf("# note: the run file is of assignment scheme 1, whose coarse pool was the start of the order; "
+                  "this dpstudy draws the pool at random (scheme 2), so its shards and bits differ "
+                  "(CHANGELOG.md)\n");
+    }
+  }
   for (const std::string& k : stored.absent) {
     std::printf("# note: the run file has no value for %s (an option newer than the file): the default was used\n",
                 k.c_str());

@@ -216,6 +216,20 @@ bool added_later_at_old_default(const std::string& key, const ConfigValue& value
   return later != later_keys.end() && to_text(value) == later->second;
 }
 
+bool pool_drawn_anew(const KeyValues& values) {
+  const auto text = [&](const char* key) {
+    for (const auto& [k, v] : values) {
+      if (k == key) return to_text(v);
+    }
+    return std::string();
+  };
+  const double overlap = std::strtod(text("overlap").c_str(), nullptr);
+  const long workers = std::strtol(text("workers").c_str(), nullptr, 10);
+  const long group = std::strtol(text("group_size").c_str(), nullptr, 10);
+  const long owners = text("shard_owner") == "group" && group > 0 ? workers / group : workers;
+  return text("granularity") == "coarse" && text("overlap_mode") == "pool" && overlap > 0 && owners > 1;
+}
+
 std::int64_t training_samples(const RunConfig& c, std::int64_t total) {
   return total - std::llround(c.validation_fraction * double(total));
 }

@@ -242,6 +242,7 @@ std::string run_id(const std::string& workload, const KeyValues& values) {
   for (const auto& [k, v] : values) {
     if (!added_later_at_old_default(k, v)) text += k + "=" + to_text(v) + "\n";
   }
+  if (pool_drawn_anew(values)) text += "assignment_scheme=2\n";  // other shards than scheme 1's, same keys
   return Sha256::of(text.data(), text.size()).substr(0, 16);
 }
 

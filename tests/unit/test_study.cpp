@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "dpstudy/error.hpp"
+#include "dpstudy/sha256.hpp"
 #include "dpstudy/study.hpp"
 #include "test_support.hpp"
 
@@ -65,4 +66,34 @@ TEST(StudyFile, WindowsLineEndsAndByteOrderMarkReadAsPlainText) {
   const auto bom = read("\xEF\xBB\xBF[study]\nname = s\n[sweep]\nworkers = 1, 2\nlr = 0.05\n");
   EXPECT_EQ(bom.first, plain.first);
   EXPECT_EQ(bom.second, plain.second);  // the text stored in run files, for --reproduce
+}
+
+// Only configs whose shards the random pool changes (coarse, pool, overlap > 0,
+// several shard owners) get new run ids; every other id stays as it was.
+TEST(RunIds, OnlyConfigsWhosePoolIsDrawnAnewGetNewIds) {
+  const auto id_text = [](const RunConfig& c) {
+    std::string text = "workload=w\n";
+    for (const auto& [k, v] : c.key_values()) {
+      if (!added_later_at_old_default(k, v)) text += k + "=" + to_text(v) + "\n";
+    }
+    return text;
+  };
+  RunConfig c;
+  c.workers = 4;
+  c.granularity = Granularity::coarse;
+  c.overlap = 0.5;
+  EXPECT_TRUE(pool_drawn_anew(c.key_values()));
+  const std::string old_id = Sha256::of(id_text(c).data(), id_text(c).size()).substr(0, 16);
+  EXPECT_NE(run_id("w", c.key_values()), old_id);
+  for (auto change : {0, 1, 2, 3, 4}) {
+    RunConfig d = c;
+    if (change == 0) d.overlap = 0;
+    if (change == 1) d.overlap_mode = OverlapMode::spread;
+    if (change == 2) d.granularity = Granularity::fine;
+    if (change == 3) d.workers = 1;
+    if (change == 4) d.group_size = 4, d.shard_owner = ShardOwner::group;
+    EXPECT_FALSE(pool_drawn_anew(d.key_values())) << change;
+    const std::string text = id_text(d);
+    EXPECT_EQ(run_id("w", d.key_values()), Sha256::of(text.data(), text.size()).substr(0, 16)) << change;
+  }
 }

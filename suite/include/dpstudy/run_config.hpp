@@ -35,6 +35,12 @@ using KeyValues = std::vector<std::pair<std::string, ConfigValue>>;
 // so that results and checkpoints made before keep their ids and stay usable.
 bool added_later_at_old_default(const std::string& key, const ConfigValue& value);
 
+// Whether a config's shards differ between assignment schemes 1 and 2 (coarse
+// units, pool overlap > 0, several shard owners: the pool drawn at random, not
+// from the start of the order). Run ids of such configs carry the scheme, so
+// that scheme-1 files are not taken for them.
+bool pool_drawn_anew(const KeyValues& values);
+
 // Sync periods: a whole number of steps >= 1, or never.
 constexpr int kNever = -1;
 
