@@ -270,6 +270,13 @@ void validate(const RunConfig& c) {
           "must be >= 0 (0: near-equal parts; > 0: each class dealt in Dirichlet(alpha) proportions)");
   require(c.dirichlet_alpha == 0 || c.granularity == Granularity::fine, "dirichlet_alpha", num(c.dirichlet_alpha),
           "deals single samples of each class: it needs granularity = fine, not " + to_string(c.granularity));
+  // Fine units are single samples dealt in a seeded random order, so a label-sorted
+  // set gives every worker every class: a study of skew that would study nothing.
+  require(c.order != DataOrder::label || c.granularity != Granularity::fine, "order", "label",
+          "skews nothing with granularity = fine (single samples are dealt at random, so every worker gets "
+          "every class): give granularity = coarse (one label-sorted run per worker) or medium (label-sorted "
+          "blocks of block_size), or dirichlet_alpha > 0 with order = shuffled; for an IID arm beside them, "
+          "use order = shuffled");
   require(c.sync_period >= 1 || c.sync_period == kNever, "sync_period", std::to_string(c.sync_period),
           "must be a whole number of steps >= 1, or never");
   require(c.group_sync_period >= 1 || c.group_sync_period == kNever, "group_sync_period",
