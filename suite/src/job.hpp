@@ -89,10 +89,12 @@ struct PlannedRun {
   KeyValues key_values;     // the config's, then the model's
   std::string id;
   std::int64_t cost = 0;  // sample-gradients: steps x W b; set once the data's size is known
+  std::size_t cells = 1;  // combinations of the study this run stands for (> 1: a shared run)
 };
 
 struct Plan {
   std::vector<PlannedRun> runs;  // one per distinct run id
+  std::size_t cells = 0;         // combinations planned (after --exclude): runs.size() less the shared
   std::size_t excluded = 0;      // combinations --exclude dropped
   std::vector<std::string> notes;  // "# warning: ..." lines: exclude rules that drop nothing
 };

@@ -1,9 +1,10 @@
 #include "dpstudy/run_config.hpp"
 
+#include <algorithm>
 #include <cmath>
-#include <map>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "dpstudy/dataset_spec.hpp"
 #include "dpstudy/error.hpp"
@@ -148,7 +149,82 @@ std::vector<std::pair<std::string, std::string>> inert_keys(
   if (const auto granularity = text_of("granularity"); granularity && *granularity != "medium") {
     inert("block_size", "granularity = " + *granularity);
   }
-  return out;
+  if (is("optimizer", "sgd")) inert("average_momentum", "optimizer = sgd");  // its momentum stays zero
+  if (zero("overlap")) inert("overlap_mode", "overlap = 0");
+  // One worker: no other replica to average with, and one shard, which pool
+  // overlap lists in the same order at any alpha (docs/engine.md). With
+  // eval_at_sync its period sets the evaluations, so it stays.
+  if (is("workers", "1")) {
+    const std::string one = "workers = 1";
+    if (!is("eval_at_sync", "1")) {
+      inert("sync_period", one);
+      inert("local_sgd_from_epoch", one);
+    }
+    inert("average_momentum", one);
+    inert("overlap", one);
+    inert("overlap_mode", one);
+    inert("dirichlet_alpha", one);
+    inert("shard_owner", one);
+  } else if (const auto group = text_of("group_size");
+             group && is("shard_owner", "group") && text_of("workers") == group) {
+    const std::string one = "shard_owner = group with group_size = workers";  // one shard for all
+    inert("overlap", one);
+    inert("overlap_mode", one);
+    inert("dirichlet_alpha", one);
+  }
+  // One reason per key: the first rule that names it.
+  std::vector<std::pair<std::string, std::string>> unique;
+  for (auto& kv : out) {
+    if (std::none_of(unique.begin(), unique.end(), [&](const auto& u) { return u.first == kv.first; })) {
+      unique.push_back(std::move(kv));
+    }
+  }
+  return unique;
+}
+
+namespace {
+
+// Sets `key` of `c` to its value in a default RunConfig; false when it held it.
+bool reset_key(RunConfig& c, const std::string& key) {
+  static const RunConfig d;
+  const auto set = [](auto& field, const auto& value) {
+    if (field == value) return false;
+    field = value;
+    return true;
+  };
+  if (key == "momentum") return set(c.momentum, d.momentum);
+  if (key == "lr_milestones") return set(c.lr_milestones, d.lr_milestones);
+  if (key == "lr_decay") return set(c.lr_decay, d.lr_decay);
+  if (key == "lr_end_factor") return set(c.lr_end_factor, d.lr_end_factor);
+  if (key == "lr_decay_steps") return set(c.lr_decay_steps, d.lr_decay_steps);
+  if (key == "lr_base_batch") return set(c.lr_base_batch, d.lr_base_batch);
+  if (key == "warmup_start") return set(c.warmup_start, d.warmup_start);
+  if (key == "local_sgd_from_epoch") return set(c.local_sgd_from_epoch, d.local_sgd_from_epoch);
+  if (key == "group_sync_period") return set(c.group_sync_period, d.group_sync_period);
+  if (key == "pruning") return set(c.pruning, d.pruning);
+  if (key == "snip_batches") return set(c.snip_batches, d.snip_batches);
+  if (key == "block_size") return set(c.block_size, d.block_size);
+  if (key == "average_momentum") return set(c.average_momentum, d.average_momentum);
+  if (key == "overlap_mode") return set(c.overlap_mode, d.overlap_mode);
+  if (key == "sync_period") return set(c.sync_period, d.sync_period);
+  if (key == "overlap") return set(c.overlap, d.overlap);
+  if (key == "dirichlet_alpha") return set(c.dirichlet_alpha, d.dirichlet_alpha);
+  if (key == "shard_owner") return set(c.shard_owner, d.shard_owner);
+  throw Error("canonical: no canonical value for the inert key '" + key + "'");
+}
+
+}  // namespace
+
+RunConfig canonical(const RunConfig& c) {
+  RunConfig out = c;
+  // A key set to its canonical value may make others inert (workers = 1 sets
+  // sync_period to 1, which leaves local_sgd_from_epoch without effect): repeat.
+  for (int round = 0; round < 8; ++round) {
+    bool changed = false;
+    for (const auto& [key, why] : out.inert_keys()) changed = reset_key(out, key) || changed;
+    if (!changed) return out;
+  }
+  throw Error("canonical: the inert-key rules do not settle");
 }
 
 std::string to_text(const ConfigValue& v) {

@@ -61,8 +61,9 @@ void print_dry_run(const DryRun& d) {
   std::int64_t todo_cost = 0;
   std::map<std::string, std::size_t> counts;
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    std::printf("  %4zu  %-16s  %-9s  %14lld  %s\n", i + 1, plan[i].id.c_str(), state_of(i), (long long)plan[i].cost,
-                axes_text(plan[i].values, r.swept).c_str());
+    const std::string shared = plan[i].cells > 1 ? " (shared by " + std::to_string(plan[i].cells) + " cells)" : "";
+    std::printf("  %4zu  %-16s  %-9s  %14lld  %s%s\n", i + 1, plan[i].id.c_str(), state_of(i), (long long)plan[i].cost,
+                axes_text(plan[i].values, r.swept).c_str(), shared.c_str());
     ++counts[state_of(i)];
     if (g.force || !complete(i)) todo_cost += plan[i].cost;
   }

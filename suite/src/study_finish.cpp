@@ -98,9 +98,12 @@ int StudyJob::finish(bool stopped, bool mixed) {
   // edited since, more seeds): their runs stay in the index, and analyses read them.
   const std::size_t listed = plan_.size() - elsewhere;
   if (indexed > listed) {
-    out_.line("# the index also holds " + std::to_string(indexed - listed) + " run(s) that this invocation does not "
-                  "list (earlier ones under the name " + name + " with other keys or values); dpstudy-analyze reads "
-                  "them too: select with --where, or give the study another name",
+    const std::string why = "earlier ones under the name " + name +
+                            " with other keys or values, or made before configurations that train alike shared "
+                            "one run: docs/studies.md#shared-runs";
+    out_.line("# the index also holds " + std::to_string(indexed - listed) +
+                  " run(s) that this invocation does not list (" + why +
+                  "); dpstudy-analyze reads them too: select with --where, or give the study another name",
               0);
   }
   if (training_s_ > 0) {

@@ -86,7 +86,9 @@ PlannedRun resolve(const RawValues& combo, const Workload& workload) {
   po::notify(rv);
   PlannedRun p;
   p.values = combo;
-  p.config = run_options.resolve();
+  // Keys that change nothing take one value, so that configurations that
+  // train alike share one run id (docs/studies.md, "Shared runs").
+  p.config = canonical(run_options.resolve());
   if (workload.model_values) p.model_values = workload.model_values();
   p.key_values = p.config.key_values();
   p.key_values.insert(p.key_values.end(), p.model_values.begin(), p.model_values.end());
@@ -123,62 +125,66 @@ std::string unmatched_rule_note(const ExcludeRule& rule, const decltype(Request:
   return "# warning: the exclude rule '" + to_string(rule) + "' drops no combination: " + why;
 }
 
-// Keys given that change nothing: in every run that gives them (a slip:
-// --optimizer sgd --momentum 0.5), or such that runs train alike (the same
-// training under two run ids: compute spent twice, and groups that seem to differ).
+// Keys given that change nothing in any run that gives them: a slip
+// (--optimizer sgd --momentum 0.5), or a key the study sweeps for nothing.
 std::vector<std::string> inert_key_notes(const std::vector<PlannedRun>& runs) {
   std::map<std::string, std::size_t> given, inert;
   std::map<std::string, std::set<std::string>> because;
-  std::map<std::string, const PlannedRun*> trained;  // each run's settings, its inert keys left out
-  std::set<std::string> alike_keys;
-  std::size_t alike = 0;
   for (const PlannedRun& p : runs) {
     const auto inert_here = p.config.inert_keys();
-    std::set<std::string> blank, given_here;
-    for (const auto& kv : inert_here) blank.insert(kv.first);
     for (const auto& kv : p.values) {
       ++given[kv.first];
-      given_here.insert(kv.first);
       for (const auto& [key, why] : inert_here) {
         if (key == kv.first) ++inert[key], because[key].insert(why);
       }
     }
-    std::string settings;
-    for (const auto& [k, v] : p.key_values) {
-      if (!blank.count(k)) settings += k + "=" + to_text(v) + "\n";
-    }
-    const auto [first, is_new] = trained.emplace(settings, &p);
-    if (!is_new) {  // trains as `first` does: name the inert keys whose values tell the two apart
-      ++alike;
-      const KeyValues& a = first->second->key_values;
-      for (std::size_t i = 0; i < a.size() && i < p.key_values.size(); ++i) {
-        if (blank.count(a[i].first) && given_here.count(a[i].first) && a[i].second != p.key_values[i].second) {
-          alike_keys.insert(a[i].first);
-        }
-      }
-    }
   }
-  const auto reasons = [&](const std::string& key) {  // "optimizer = sgd", "schedule = cosine or schedule = step"
-    std::string out;
-    for (const auto& r : because[key]) out += (out.empty() ? "" : " or ") + r;
-    return out;
-  };
   std::vector<std::string> notes;
-  if (alike > 0) {
-    std::string why;
-    for (const auto& k : alike_keys) why += (why.empty() ? "" : "; ") + k + " changes nothing where " + reasons(k);
-    notes.push_back("# warning: " + std::to_string(alike) + " of " + std::to_string(runs.size()) +
-                    " runs train exactly as another run of the study does: " + why +
-                    " (drop them with --exclude)");
-  }
   for (const auto& [key, n] : inert) {
-    if (n == given[key] && !alike_keys.count(key)) {
-      notes.push_back("# warning: " + key + " changes nothing in " +
-                      (n == 1 ? std::string("the run") : "any of the " + std::to_string(n) + " runs") + ": " +
-                      reasons(key));
-    }
+    if (n != given[key]) continue;
+    std::string reasons;  // "optimizer = sgd", "schedule = cosine or schedule = step"
+    for (const auto& r : because[key]) reasons += (reasons.empty() ? "" : " or ") + r;
+    notes.push_back("# warning: " + key + " changes nothing in " +
+                    (n == 1 ? std::string("the run") : "any of the " + std::to_string(n) + " runs") + ": " + reasons);
   }
   return notes;
+}
+
+std::string with_commas(std::size_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// "# shared: 8,400 cells, 6,760 distinct runs (1,640 shared): overlap changes
+// nothing where workers = 1; ...": what training each configuration once saves.
+std::string sharing_note(const Plan& plan, const std::map<std::string, std::set<std::string>>& why) {
+  std::string reasons;
+  for (const auto& [key, because] : why) {
+    std::string r;
+    for (const auto& b : because) r += (r.empty() ? "" : " or ") + b;
+    reasons += (reasons.empty() ? "" : "; ") + key + (r.empty() ? " resolves alike" : " changes nothing where " + r);
+  }
+  return "# shared: " + with_commas(plan.cells) + " cells, " + with_commas(plan.runs.size()) + " distinct runs (" +
+         with_commas(plan.cells - plan.runs.size()) + " shared): " + reasons +
+         " (each trained once; docs/studies.md#shared-runs)";
+}
+
+// The keys whose values tell cell `b` from the run `a` it shares, each with
+// the rule of a's that makes it inert (none: the two resolve to one config).
+void note_sharing(const PlannedRun& a, const RawValues& b, std::map<std::string, std::set<std::string>>* why) {
+  const auto inert = a.config.inert_keys();
+  for (const auto& [key, value] : b) {
+    const auto same = std::find_if(a.values.begin(), a.values.end(), [&](const auto& kv) { return kv.first == key; });
+    if (same != a.values.end() && same->second == value) continue;
+    auto& reasons = (*why)[key];
+    for (const auto& [k, because] : inert) {
+      if (k == key) reasons.insert(because);
+    }
+  }
 }
 
 }  // namespace
@@ -203,7 +209,8 @@ Plan plan_study(const Request& request, const Workload& workload) {
                      "into several studies (each its own --name, with part of an axis), or check the axes for a slip");
   }
   Plan plan;
-  std::set<std::string> planned_ids;  // combinations that resolve to one config run once
+  std::map<std::string, std::size_t> planned;  // run id -> its place in plan.runs: each trained once
+  std::map<std::string, std::set<std::string>> shared_why;
   std::vector<std::string> invalid;
   std::set<std::string> invalid_reasons;
   std::vector<std::size_t> dropped_by(request.rules.size());
@@ -243,7 +250,15 @@ Plan plan_study(const Request& request, const Workload& workload) {
           p.key_values.emplace_back("trial", request.stored.trial);
         }
         p.id = run_id(workload.name, p.key_values);
-        if (planned_ids.insert(p.id).second) plan.runs.push_back(std::move(p));
+        ++plan.cells;
+        const auto [at, fresh] = planned.emplace(p.id, plan.runs.size());
+        if (fresh) {
+          plan.runs.push_back(std::move(p));
+        } else {
+          PlannedRun& shared = plan.runs[at->second];
+          ++shared.cells;
+          note_sharing(shared, p.values, &shared_why);
+        }
       } catch (const std::exception& e) {
         if (!request.study_mode) throw;
         if (request.swept.empty()) throw UsageError(e.what());  // one combination: no list to pick from
@@ -268,6 +283,7 @@ Plan plan_study(const Request& request, const Workload& workload) {
   if (request.stored.run_id.empty()) {  // a reproduction gives every key its file holds
     for (auto& note : inert_key_notes(plan.runs)) plan.notes.push_back(std::move(note));
   }
+  if (plan.cells > plan.runs.size()) plan.notes.push_back(sharing_note(plan, shared_why));
   return plan;
 }
 

@@ -11,8 +11,9 @@
 #include <sstream>
 
 #include "dpstudy/error.hpp"
-#include "dpstudy/metrics.hpp"
 #include "dpstudy/hdf5.hpp"
+#include "dpstudy/metrics.hpp"
+#include "dpstudy/run_config.hpp"
 #include "dpstudy/study.hpp"
 
 namespace fs = std::filesystem;
@@ -512,6 +513,83 @@ std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& key
     return false;
   });
   return groups;
+}
+
+Runs with_shared_cells(const Runs& r, const std::vector<std::string>& keys, std::size_t* copies) {
+  require_columns(r, keys, "grouping key");
+  std::vector<std::vector<bool>> inert;                    // per run, per key
+  std::vector<std::set<std::string>> values(keys.size());  // each key's values where it is not inert
+  for (const Run& run : r.runs) {
+    std::vector<bool> here(keys.size(), false);
+    for (const auto& [key, because] : inert_keys([&](const std::string& k) { return run.text(k); })) {
+      for (std::size_t i = 0; i < keys.size(); ++i) here[i] = here[i] || keys[i] == key;
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (!here[i]) values[i].insert(run.text(keys[i]).value_or(""));
+    }
+    inert.push_back(std::move(here));
+  }
+  Runs out = r;
+  out.runs.clear();
+  std::size_t added = 0;
+  for (std::size_t j = 0; j < r.runs.size(); ++j) {
+    std::vector<Run> cells{r.runs[j]};
+    bool shared = false;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (!inert[j][i] || values[i].empty()) continue;
+      const std::string own = r.runs[j].text(keys[i]).value_or("");
+      shared = shared || values[i].size() > 1 || *values[i].begin() != own;
+      std::vector<Run> next;
+      for (const Run& cell : cells) {
+        for (const std::string& v : values[i]) {
+          Run copy = cell;
+          if (copy.numbers.count(keys[i])) {
+            copy.numbers[keys[i]] = std::strtod(v.c_str(), nullptr);
+          } else {
+            copy.texts[keys[i]] = v;
+          }
+          next.push_back(std::move(copy));
+        }
+      }
+      cells = std::move(next);
+    }
+    if (shared) added += cells.size() - 1;
+    for (Run& cell : cells) {
+      if (shared) cell.texts["shared"] = "1";
+      out.runs.push_back(std::move(cell));
+    }
+  }
+  if (added > 0 && std::find(out.columns.begin(), out.columns.end(), "shared") == out.columns.end()) {
+    out.columns.push_back("shared");
+  }
+  if (copies) *copies = added;
+  return out;
+}
+
+void warn_of_assignment_schemes(Runs& r) {
+  std::size_t old_changed = 0, newer = 0;
+  for (const Run& run : r.runs) {
+    const double scheme = run.numbers.count("assignment_scheme") ? run.numbers.at("assignment_scheme") : 1;
+    if (scheme >= 2) {
+      ++newer;
+      continue;
+    }
+    const auto number = [&](const char* k) { return run.numbers.count(k) ? run.numbers.at(k) : 0.0; };
+    const bool groups = run.text("shard_owner") == std::optional<std::string>("group");
+    const double owners =
+        groups && number("group_size") > 0 ? number("workers") / number("group_size") : number("workers");
+    if (run.text("granularity") == std::optional<std::string>("coarse") &&
+        run.text("overlap_mode") == std::optional<std::string>("pool") && number("overlap") > 0 && owners > 1) {
+      ++old_changed;
+    }
+  }
+  if (old_changed == 0) return;
+  r.warnings.push_back(std::to_string(old_changed) + " run(s) are of assignment scheme 1: their coarse pool was the " +
+                       "first overlap fraction of the order (with order = label, the first classes), not a random " +
+                       "sample" +
+                       (newer > 0 ? "; they are read beside " + std::to_string(newer) + " run(s) of scheme 2" : "") +
+                       ". Keep them apart (--by assignment_scheme, --where assignment_scheme=2) or train them again "
+                       "(CHANGELOG.md, 0.2.0)");
 }
 
 }  // namespace dpstudy::analyze

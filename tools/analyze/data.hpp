@@ -103,6 +103,18 @@ struct Group {
 };
 // Groups by `keys` (sorted numerically where the values are numbers).
 std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& keys, bool include_diverged);
+// The runs with each shared run listed under every cell it stands for: a run
+// whose key of `keys` is inert (inert_keys: one worker's sync_period) takes, in
+// one copy each, every value of that key that the other runs take
+// (docs/studies.md#shared-runs). Each copy's text column "shared" is "1".
+// For summaries and plots only: tests that treat runs as independent samples
+// read the runs as they are, so that a shared run counts once. `copies` (if
+// given) is set to the number of copies added.
+Runs with_shared_cells(const Runs& r, const std::vector<std::string>& keys, std::size_t* copies = nullptr);
+// Adds a warning when runs of assignment scheme 1 (a coarse pool drawn from the start
+// of the order, before the scheme was recorded) are among the runs read, and
+// their shards differ from scheme 2's (coarse, pool, overlap > 0, several shard owners).
+void warn_of_assignment_schemes(Runs& r);
 
 std::string format_number(double v);
 // The finite values of v (NaN and infinities dropped), in order.

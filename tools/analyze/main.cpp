@@ -209,6 +209,7 @@ static int analyze_main(int argc, char** argv) {
     warn_of_data_digests(r, grouped_by);
     warn_of_stacks(r, grouped_by);
     warn_of_copies(r, grouped_by);
+    warn_of_assignment_schemes(r);
     warn();
     // A factor of one level (a key the study did not sweep, or --where kept one) compares nothing.
     if ((o.command == "compare" || o.command == "power") && !o.factor.empty()) require_levels(r, {o.factor}, "--factor");

@@ -68,11 +68,12 @@ std::string plot(const Runs& r, const Options& o) {
     int block = 0;
     std::size_t longest_title = 0;
     clamp = Clamp{natural_range(metric_unit(r, o.metric)), o.metric};
-    const std::vector<Group> lines = group_runs(r, lines_keys, o.include_diverged);
+    const Runs cells = with_shared_cells(r, o.by);  // one worker's run drawn at every sync_period
+    const std::vector<Group> lines = group_runs(cells, lines_keys, o.include_diverged);
     const std::vector<std::string> names = line_names(lines_keys, lines);
     for (std::size_t li = 0; li < lines.size(); ++li) {
       const Group& line = lines[li];
-      const Runs lr = subset(r, line.runs);
+      const Runs lr = subset(cells, line.runs);
       for (const Group& g : group_runs(lr, {o.by[0]}, o.include_diverged)) {
         char* end = nullptr;
         std::strtod(g.key_values[0].c_str(), &end);

@@ -32,14 +32,16 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
   if (goal) {
     for (const char* h : {"KM median", "KM ci95 low", "KM ci95 high"}) t.headers.push_back(with_unit(h, unit));
   }
-  for (const Group& g : group_runs(r, o.by, o.include_diverged)) {
-    const stats::Describe d = stats::describe(finite(metric_values(r, g.runs, o.metric)));
+  std::size_t copies = 0;
+  const Runs cells = with_shared_cells(r, o.by, &copies);
+  for (const Group& g : group_runs(cells, o.by, o.include_diverged)) {
+    const stats::Describe d = stats::describe(finite(metric_values(cells, g.runs, o.metric)));
     std::vector<std::string> row = g.key_values;
     row.push_back(std::to_string(d.n));
     row.push_back(std::to_string(g.not_completed));
     for (double v : {d.mean, d.sd, d.sem, d.ci_low, d.ci_high, d.median, d.min, d.max}) row.push_back(num(v));
     if (goal) {
-      const stats::SurvivalQuantile m = stats::km_quantile(censored_times(r, g.runs, o.metric), 0.5);
+      const stats::SurvivalQuantile m = stats::km_quantile(censored_times(cells, g.runs, o.metric), 0.5);
       for (double v : {m.value, m.low, m.high}) row.push_back(num(v));
     }
     t.rows.push_back(row);
@@ -55,6 +57,12 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
     }
     if (d.n == 1) t.notes.push_back(name + ": n = 1, no variance and no confidence interval");
     if (d.n > 1 && d.sd == 0) t.notes.push_back(name + ": every value is the same");
+  }
+  if (copies > 0) {
+    t.notes.push_back("shared runs are listed under every cell they stand for (" + std::to_string(copies) +
+                      " more rows' worth): one training for several values of a key that changes nothing in it, "
+                      "such as one worker's sync_period; compare and anova count each once "
+                      "(docs/studies.md#shared-runs)");
   }
   if (const std::string note = pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);
   if (const std::string note = goal_note(r, o.metric); !note.empty()) t.notes.push_back(note);

@@ -118,6 +118,13 @@ struct RunConfig {
 std::vector<std::pair<std::string, std::string>> inert_keys(
     const std::function<std::optional<std::string>(const std::string&)>& text_of);
 
+// The same training in one form: every inert key (inert_keys()) set to its
+// value in a default RunConfig, until none is left to set. Configs with the
+// same canonical form train with the same bits (the unit test
+// Training.KeysNamedInertChangeNoBit proves each rule), so a study trains them
+// once, under one run id (docs/studies.md, "Shared runs").
+RunConfig canonical(const RunConfig& config);
+
 // Throws ConfigError naming the option, the value and what is allowed.
 void validate(const RunConfig& config);
 // The samples left for training from `total` after the validation split.
