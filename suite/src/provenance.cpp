@@ -1,7 +1,10 @@
 // Where a job's processes compute and what result files record of it: a run
 // file's /provenance (study_run.cpp) and a throughput table's (throughput_mode.cpp).
+#include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/hdf5.hpp"
@@ -63,8 +66,13 @@ Places gather_places(const Job& job) {
     std::map<std::string, std::vector<int>> by_value;
     for (std::size_t r = 0; r < by_rank.size(); ++r) by_value[by_rank[r]].push_back(int(r));
     if (by_value.size() < 2) return;
+    // In the order of each value's first rank, as the run file's record: a sort by
+    // value would put rank 1 first where its build's name sorts first (SkylakeX).
+    std::vector<std::pair<std::string, std::vector<int>>> in_rank_order(by_value.begin(), by_value.end());
+    std::sort(in_rank_order.begin(), in_rank_order.end(),
+              [](const auto& a, const auto& b) { return a.second.front() < b.second.front(); });
     std::string list;
-    for (const auto& [value, ranks] : by_value) {
+    for (const auto& [value, ranks] : in_rank_order) {
       std::string r;
       for (std::size_t i = 0; i < ranks.size() && i < 4; ++i) r += (i ? ", " : "") + std::to_string(ranks[i]);
       if (ranks.size() > 4) r += ", ... (" + std::to_string(ranks.size()) + " processes)";
