@@ -66,6 +66,18 @@ class SpackPackage(unittest.TestCase):
             return subprocess.run(["cmake", "-S", SOURCE, "-B", build, f"-DTorch_DIR={TORCH_DIR}",
                                    *defs], capture_output=True, text=True, timeout=600)
 
+    def test_no_download_address_names_another_account(self):
+        # An address the project does not own would fetch what its owner put there:
+        # the package builds a checkout the user names (spack develop) instead.
+        with open(PACKAGE) as f:
+            text = f.read()
+        tree = ast.parse(text, PACKAGE)
+        assigned = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
+                    if isinstance(t, ast.Name)}
+        self.assertFalse(assigned & {"git", "url", "homepage", "list_url"}, "a download address in package.py")
+        self.assertNotIn("github.com", text)
+        self.assertIn("spack develop --path", text)  # the way on, in the package's own refusal
+
     def test_plots_bring_gnuplot_with_cairo(self):
         # dpstudy-analyze plot writes PNG through gnuplot's pngcairo terminal (tools/analyze/output.cpp).
         with open(PACKAGE) as f:

@@ -19,13 +19,19 @@ class Dpstudy(CMakePackage, CudaPackage):
     change the accuracy reached and the time to reach it, with HDF5 results and
     significance tests."""
 
-    homepage = "https://github.com/dpstudy/dpstudy"
-    git = "https://github.com/dpstudy/dpstudy.git"
-
+    # No download address: dpstudy has no public repository or release archive
+    # yet, and an address that names one would fetch whatever it holds. The
+    # package builds the checkout the user names (docs/spack.md):
+    #   spack develop --path /path/to/dpstudy dpstudy@main && spack install
     license("Apache-2.0")
 
-    version("main", branch="main")
-    version("0.1.0", tag="v0.1.0")
+    version("main")
+
+    def url_for_version(self, version):
+        raise InstallError(
+            f"dpstudy@{version}: no source to fetch. dpstudy builds from a checkout you name: "
+            "spack develop --path /path/to/dpstudy dpstudy@main, then spack install (docs/spack.md)"
+        )
 
     # Each variant but `plots` is exactly one DPSTUDY_ CMake option (tests/e2e/test_spack_package.py
     # checks that CMakeLists.txt reads every one). `cuda` and `cuda_arch` come from
