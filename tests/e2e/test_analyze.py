@@ -590,6 +590,49 @@ class Analyze(TempFolderTest):
         self.assertNotIn("warning", out)
         self.assertNotIn("warning", self.analyze("summary", self.periods, elsewhere, "--where", f"data_digest={here}"))
 
+    def test_shared_runs_fill_every_cell_and_count_once(self):
+        # One worker's overlap and sync period change nothing: its runs are shared by
+        # both sync periods (docs/studies.md#shared-runs). Coarse units, pool overlap:
+        # the two workers' shards of scheme 2, with their class counts in the index.
+        out = os.path.dirname(self.main)
+        cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--epochs", "1", "--output", out, "--quiet",
+               "--name", "shared", "--batch_size", "10", "--workers", "1,2", "--sync_period", "1,4",
+               "--granularity", "coarse", "--overlap", "0.5", "--seeds", "2", "--device", "cpu"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("# shared: 8 cells, 6 distinct runs (2 shared)", r.stdout)
+        folder = os.path.join(out, "shared")
+        with h5py.File(os.path.join(folder, "index.h5"), "r") as f:
+            ix = f["index"]
+            self.assertEqual(len(ix["run_id"]), 6)
+            self.assertEqual(set(ix["assignment_scheme"][()]), {2})
+            workers, skew = ix["workers"][()], ix["class_skew"][()]
+            counts = [c.decode() for c in ix["shard_class_counts"][()]]
+        for w, k, c in zip(workers, skew, counts):
+            self.assertEqual(len(c.split(";")), w)  # one row of class counts per shard
+            self.assertTrue(0 <= k < (0.05 if w == 1 else 1), (w, k))  # one shard: the global mix
+        rows = list(csv.DictReader(io.StringIO(self.analyze("summary", folder, "--by", "workers,sync_period",
+                                                            "--format", "csv").split("\n#")[0])))
+        self.assertEqual([(r["workers"], r["sync_period"], r["n"]) for r in rows],
+                         [("1", "1", "2"), ("1", "4", "2"), ("2", "1", "2"), ("2", "4", "2")])
+        self.assertEqual(rows[0]["mean (fraction)"], rows[1]["mean (fraction)"])
+        self.assertIn("shared runs are listed under every cell they stand for",
+                      self.analyze("summary", folder, "--by", "workers,sync_period"))
+        # compare counts the shared runs once: no one-worker family of 1 against 4.
+        table = self.analyze("compare", folder, "--factor", "sync_period", "--within", "workers", "--format", "csv")
+        families = [row["family"] for row in csv.DictReader(io.StringIO(table.split("\n#")[0]))]
+        self.assertIn("workers=2", families)
+        self.assertNotIn("workers=1", families)
+        # A run file of scheme 1 (no /assignment@scheme) among them is warned of.
+        two = [p for p in glob.glob(os.path.join(folder, "runs", "*.h5"))
+               if h5py.File(p, "r")["config"].attrs["workers"] == 2]
+        with h5py.File(two[0], "r+") as f:
+            del f["assignment"].attrs["scheme"]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        self.assertRegex(self.analyze("summary", folder, "--by", "workers"),
+                         r"warning: 1 run\(s\) are of assignment scheme 1: .*; they are read beside 5 run\(s\) of "
+                         r"scheme 2")
+
     def test_runs_of_another_libtorch_are_named(self):
         # A copy of "periods" one of whose runs an older LibTorch made (as after a
         # Spack upgrade midway): the index's libtorch column, from each run's provenance.
@@ -1304,7 +1347,7 @@ class Analyze(TempFolderTest):
                     self.assertGreater(x, 0.6 * width, f"{by}: key entry at ({x}, {y}) of {width} x {height}")
                     self.assertLess(y, 0.5 * height, f"{by}: key entry at ({x}, {y}) of {width} x {height}")
         # A key inert in every run of a line is left out of its name (local_sgd_from_epoch where
-        # sync_period = 1), but not where two lines would then share one (momentum under plain SGD).
+        # sync_period = 1); momentum under plain SGD makes one shared run of both values.
         def names(svg_path):
             with open(svg_path) as f:
                 return re.findall(r"<text>([^<]*=[^<]*)</text>", f.read())
@@ -1317,7 +1360,7 @@ class Analyze(TempFolderTest):
                         "--momentum", "0.5,0.9"], check=True, capture_output=True)
         self.analyze("plot", os.path.join(self.tmp, "alike"), "--kind", "curves", "--by", "momentum,seed",
                      "--output", path)
-        self.assertEqual(names(path), ["momentum=0.5 seed=1", "momentum=0.9 seed=1"])
+        self.assertEqual(names(path), ["seed=1"])
         # A logarithmic x axis for keys swept over decades; a value of 0 cannot go on one.
         log_plot = os.path.join(self.tmp, "log.svg")
         self.analyze("plot", self.batch, "--kind", "summary", "--by", "batch_size", "--log_x", "--output", log_plot)
