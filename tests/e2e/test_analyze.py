@@ -623,6 +623,11 @@ class Analyze(TempFolderTest):
         families = [row["family"] for row in csv.DictReader(io.StringIO(table.split("\n#")[0]))]
         self.assertIn("workers=2", families)
         self.assertNotIn("workers=1", families)
+        # As a family key it stands in every family it is shared by, once in each.
+        table = self.analyze("compare", folder, "--factor", "workers", "--within", "sync_period", "--format", "csv")
+        pairwise = table[table.index("family,workers a"):].split("\n#")[0]  # the second table
+        pairs = [(row["family"], row["n a"], row["n b"]) for row in csv.DictReader(io.StringIO(pairwise))]
+        self.assertEqual(pairs, [("sync_period=1", "2", "2"), ("sync_period=4", "2", "2")])
         # A run file of scheme 1 (no /assignment@scheme) among them is warned of.
         two = [p for p in glob.glob(os.path.join(folder, "runs", "*.h5"))
                if h5py.File(p, "r")["config"].attrs["workers"] == 2]
