@@ -72,11 +72,14 @@ class SpackPackage(unittest.TestCase):
         with open(PACKAGE) as f:
             text = f.read()
         tree = ast.parse(text, PACKAGE)
-        assigned = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
+        assigned = {t.id: n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
                     if isinstance(t, ast.Name)}
-        self.assertFalse(assigned & {"git", "url", "homepage", "list_url"}, "a download address in package.py")
+        self.assertFalse(set(assigned) & {"git", "homepage", "list_url"}, "a download address in package.py")
+        # Only a local archive, and the fetch of one that is not there says what to do.
+        self.assertTrue(assigned["url"].value.startswith("file:///"), assigned["url"].value)
+        self.assertTrue(assigned["manual_download"].value)
         self.assertNotIn("github.com", text)
-        self.assertIn("spack develop --path", text)  # the way on, in the package's own refusal
+        self.assertIn("spack develop --path", text)
 
     def test_plots_bring_gnuplot_with_cairo(self):
         # dpstudy-analyze plot writes PNG through gnuplot's pngcairo terminal (tools/analyze/output.cpp).

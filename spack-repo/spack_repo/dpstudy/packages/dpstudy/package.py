@@ -3,6 +3,8 @@
 # and with Spack 0.x (everything from spack.package); docs/spack.md says how it
 # was checked.
 
+import os
+
 import spack
 from spack.package import *
 
@@ -21,16 +23,27 @@ class Dpstudy(CMakePackage, CudaPackage):
 
     # No download address: dpstudy has no public repository or release archive
     # yet, and an address that names one would fetch whatever it holds. The
-    # package builds the checkout the user names (docs/spack.md):
-    #   spack develop --path /path/to/dpstudy dpstudy@main && spack install
+    # package builds the checkout the user names, or a tarball made from one
+    # in the folder spack install runs in (docs/spack.md). Anything else stops
+    # at the fetch with download_instr below.
+    manual_download = True
+    # A URL tells Spack the package is fetched as an archive; url_for_version
+    # puts it in the folder spack install runs in.
+    url = "file:///dpstudy-main.tar.gz"
     license("Apache-2.0")
 
     version("main")
 
     def url_for_version(self, version):
-        raise InstallError(
-            f"dpstudy@{version}: no source to fetch. dpstudy builds from a checkout you name: "
-            "spack develop --path /path/to/dpstudy dpstudy@main, then spack install (docs/spack.md)"
+        return f"file://{os.getcwd()}/dpstudy-{version}.tar.gz"
+
+    @property
+    def download_instr(self):
+        return (
+            "dpstudy has no public download: build a checkout you name with "
+            "spack develop --path /path/to/dpstudy dpstudy@main, then spack install; or make "
+            "dpstudy-main.tar.gz from a checkout (git archive --prefix=dpstudy-main/ -o "
+            "dpstudy-main.tar.gz HEAD) and run spack install dpstudy@main in its folder (docs/spack.md)"
         )
 
     # Each variant but `plots` is exactly one DPSTUDY_ CMake option (tests/e2e/test_spack_package.py
