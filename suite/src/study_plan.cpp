@@ -65,7 +65,9 @@ std::optional<std::string> batch_of_global(const RawValues& combo, const std::st
   return std::to_string(g / w);
 }
 
-PlannedRun resolve(const RawValues& combo, const Workload& workload) {
+// `share`: keys that change nothing take their canonical value, so that cells that
+// train alike share one run. Throughput mode measures each point as given.
+PlannedRun resolve(const RawValues& combo, const Workload& workload, bool share) {
   RunOptions run_options(workload.defaults);
   po::options_description md("Model");
   if (workload.model_options) workload.model_options(md);
@@ -88,7 +90,7 @@ PlannedRun resolve(const RawValues& combo, const Workload& workload) {
   p.values = combo;
   // Keys that change nothing take one value, so that configurations that
   // train alike share one run id (docs/studies.md, "Shared runs").
-  p.config = canonical(run_options.resolve());
+  p.config = share ? canonical(run_options.resolve()) : run_options.resolve();
   if (workload.model_values) p.model_values = workload.model_values();
   p.key_values = p.config.key_values();
   p.key_values.insert(p.key_values.end(), p.model_values.begin(), p.model_values.end());
@@ -242,7 +244,7 @@ Plan plan_study(const Request& request, const Workload& workload) {
       RawValues combo = base;
       combo.insert(combo.end(), request.trials[trial].begin(), request.trials[trial].end());
       try {
-        PlannedRun p = resolve(combo, workload);
+        PlannedRun p = resolve(combo, workload, request.options.mode != "throughput");
         if (request.searched) {
           p.key_values.emplace_back("trial", std::int64_t(trial));  // a stable trial id, part of the run id
           p.values.emplace_back("trial", std::to_string(trial));

@@ -184,10 +184,10 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   }
   // A shared run stands in every family of the cells it stands for (one worker's run
   // at every sync period), and once in each: a family is a test of its own.
-  const Runs cells = with_shared_cells(r, o.within);
-  for (const Group& family : group_runs(cells, o.within, false)) {
+  const Runs by_cell = with_shared_cells(r, o.within);
+  for (const Group& family : group_runs(by_cell, o.within, false)) {
     const std::string fam = label(o.within, family.key_values);
-    const Runs fr = subset(cells, family.runs);
+    const Runs fr = subset(by_cell, family.runs);
     std::vector<Group> levels = group_runs(fr, {o.factor}, o.include_diverged);
     levels.erase(std::remove_if(levels.begin(), levels.end(), [](const Group& g) { return g.runs.empty(); }), levels.end());
     for (const Group& l : all_levels) {
@@ -350,10 +350,10 @@ std::vector<Table> anova(const Runs& r, const Options& o) {
   t.headers = {"family", "term", "SS", "df", "MS", "F", "p", "", "partial eta^2"};
   // A shared run stands in every family of the cells it stands for (one worker's run
   // at every sync period), and once in each: a family is a test of its own.
-  const Runs cells = with_shared_cells(r, o.within);
-  for (const Group& family : group_runs(cells, o.within, false)) {
+  const Runs by_cell = with_shared_cells(r, o.within);
+  for (const Group& family : group_runs(by_cell, o.within, false)) {
     const std::string fam = label(o.within, family.key_values);
-    const Runs fr = subset(cells, family.runs);
+    const Runs fr = subset(by_cell, family.runs);
     // Each cell (combination of levels) and its values; a level's index is its place among the factor's values.
     std::vector<std::map<std::string, int>> index(o.factors.size());
     for (std::size_t f = 0; f < o.factors.size(); ++f) {
@@ -496,10 +496,10 @@ std::vector<Table> power(const Runs& r, const Options& o) {
   }
   // A shared run stands in every family of the cells it stands for (one worker's run
   // at every sync period), and once in each: a family is a test of its own.
-  const Runs cells = with_shared_cells(r, o.within);
-  for (const Group& family : group_runs(cells, o.within, false)) {
+  const Runs by_cell = with_shared_cells(r, o.within);
+  for (const Group& family : group_runs(by_cell, o.within, false)) {
     const std::string fam = label(o.within, family.key_values);
-    const Runs fr = subset(cells, family.runs);
+    const Runs fr = subset(by_cell, family.runs);
     std::vector<Group> levels = group_runs(fr, {o.factor}, false);
     levels.erase(std::remove_if(levels.begin(), levels.end(), [](const Group& g) { return g.runs.empty(); }), levels.end());
     for (const Pair& p : pairs_of(levels, o.baseline, t.notes, fam)) {
