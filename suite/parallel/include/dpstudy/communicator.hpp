@@ -1,5 +1,5 @@
 // Averaging across logical workers. The reduction is a fixed pairwise tree over
-// worker index, so that every implementation (in-process now, MPI next) gives
+// worker index, so that both implementations (in-process here, MPI in mpi.hpp) give
 // the same bits: sum(lo, hi) = sum(lo, mid) + sum(mid, hi), mid = lo + (hi - lo) / 2,
 // one worker being its own sum; the mean is that sum divided by the count.
 // With P processes (P a power of two dividing W), each holding W / P contiguous

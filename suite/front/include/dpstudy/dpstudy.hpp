@@ -1,4 +1,7 @@
-// Umbrella header for users of libdpstudy.
+// The data and utility headers of dpstudy::core, without LibTorch: datasets
+// and their readers, files, checksums, fixtures, build and runtime facts.
+// A workload needs dpstudy/workload.hpp (its main.cpp) and dpstudy/model.hpp
+// (its model.cpp) instead: docs/workloads.md.
 #pragma once
 
 #include "dpstudy/build_info.hpp"

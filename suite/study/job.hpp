@@ -1,16 +1,16 @@
 // One invocation of a workload executable (a "job"), from its command line to
 // its runs. workload_main() takes it through one file per step:
-//   front_end.cpp     the front end: the next two steps without LibTorch, then the engine
-//   command_line.cpp  options and study file -> Request
-//   study_plan.cpp    Request -> the runs, each config resolved and checked
-//   workload_main.cpp device, threads, data; one run on the console
-//   study_job.cpp     a study: what is done, the schedule, claims (study_job.hpp)
-//   study_run.cpp     one of its runs: resumed or started, trained, written
-//   study_finish.cpp  the index, the study's table, the checks asked for
-//   run_checkpoints.cpp the runs' checkpoint files and their sets
-//   study_dry_run.cpp --dry_run's tables
-//   throughput_mode.cpp, reproduce.cpp: --mode throughput, --reproduce
-//   job_context.cpp   what the steps share: a run's communicator, the job's header lines
+//   front/front_end.cpp       the front end: the next two steps without LibTorch, then the engine
+//   study/command_line.cpp    options and study file -> Request
+//   study/study_plan.cpp      Request -> the runs, each config resolved and checked
+//   job/workload_main.cpp     device, threads, data; one run on the console
+//   job/study_job.cpp         a study: what is done, the schedule, claims (study_job.hpp)
+//   job/study_run.cpp         one of its runs: resumed or started, trained, written
+//   job/study_finish.cpp      the index, the study's table, the checks asked for
+//   job/run_checkpoints.cpp   the runs' checkpoint files and their sets
+//   job/study_dry_run.cpp     --dry_run's tables
+//   job/throughput_mode.cpp, study/reproduce.cpp: --mode throughput, --reproduce
+//   job/job_context.cpp       what the steps share: a run's communicator, the job's header lines
 // Private to the library; this header stays free of LibTorch's.
 #pragma once
 
