@@ -35,7 +35,7 @@ int StudyJob::finish(bool stopped, bool mixed) {
       ++elsewhere;
       std::printf("  %-16s  %-10s  %9s  %s\n", p.id.c_str(), stopped ? "not done" : "elsewhere", "-",
                   axes_text(p.values, swept).c_str());
-      if (g_.expect_given) ++failed_checks;  // not checked here
+      if (options_.expect_given) ++failed_checks;  // not checked here
       continue;
     }
     const h5::File f = h5::File::open_read(file);
@@ -45,13 +45,13 @@ int StudyJob::finish(bool stopped, bool mixed) {
     const std::string status = summary.get_string("status");
     std::printf("  %-16s  %-10s  %8.2f%%  %s\n", p.id.c_str(), status.c_str(), 100 * acc,
                 axes_text(p.values, swept).c_str());
-    if (g_.expect_given && !(status == "completed" && acc >= g_.expect_accuracy)) ++failed_checks;
+    if (options_.expect_given && !(status == "completed" && acc >= options_.expect_accuracy)) ++failed_checks;
   }
   const std::string& name = job_.request.name;
   const std::string& study_dir = job_.request.study_dir;
   // A signal to some of the job's processes stops their run; the others may
   // finish every run meanwhile, and then there is nothing to resume.
-  const bool complete = elsewhere == 0 && g_.reproduce.empty();
+  const bool complete = elsewhere == 0 && options_.reproduce.empty();
   if (stopped && complete) {
     out_.line("# study " + name + " done: " + std::to_string(indexed) + " runs in " + study_dir + "/index.h5; " +
                   stop_cause() + " came, but every run is finished (a run it stopped was finished by other "
@@ -60,12 +60,12 @@ int StudyJob::finish(bool stopped, bool mixed) {
     stopped = false;
   } else if (stopped) {
     out_.line("# study " + name + " stopped by " + stop_cause() + ": " + std::to_string(plan_.size() - elsewhere) +
-                  " of " + std::to_string(plan_.size()) + " runs done, " + std::to_string(indexed) + " in " + study_dir +
-                  "/index.h5; " +
-                  (!g_.reproduce.empty() ? std::string("--reproduce starts over each time")
-                   : g_.force            ? std::string("without --force, the same command resumes the others")
-                            : std::string("the same command again resumes the others (those stopped from their "
-                                          "checkpoints)")),
+                  " of " + std::to_string(plan_.size()) + " runs done, " + std::to_string(indexed) + " in " +
+                  study_dir + "/index.h5; " +
+                  (!options_.reproduce.empty() ? std::string("--reproduce starts over each time")
+                   : options_.force            ? std::string("without --force, the same command resumes the others")
+                                    : std::string("the same command again resumes the others (those stopped from their "
+                                                  "checkpoints)")),
               0);
   } else if (elsewhere > 0 && mixed) {
     out_.line("# study " + name + ": this job stopped taking runs (another job's runs were trained on other data "
@@ -118,11 +118,11 @@ int StudyJob::finish(bool stopped, bool mixed) {
     return 2;
   }
   if (stopped) return 5;
-  if (!g_.reproduce.empty()) {
-    return report_reproduction(g_.reproduce, job_.request.stored, plan_.front().id, runs_dir_.string());
+  if (!options_.reproduce.empty()) {
+    return report_reproduction(options_.reproduce, job_.request.stored, plan_.front().id, runs_dir_.string());
   }
-  if (g_.expect_given) {
-    std::printf("# check: %d run(s) below %.4f final test accuracy: %s\n", failed_checks, g_.expect_accuracy,
+  if (options_.expect_given) {
+    std::printf("# check: %d run(s) below %.4f final test accuracy: %s\n", failed_checks, options_.expect_accuracy,
                 failed_checks ? "FAILED" : "ok");
     return failed_checks ? 3 : 0;
   }

@@ -28,19 +28,21 @@ void Output::line(const std::string& text, int level) {
 
 StudyJob::StudyJob(Job& job)
     : job_(job),
-      g_(job.request.options),
+      options_(job.request.options),
       session_(job.session),
       plan_(job.plan.runs),
       runs_dir_(fs::path(job.request.study_dir) / "runs"),
       checkpoints_(runs_dir_.string()),
       lead_(job.session.rank() == 0),
-      out_(g_.quiet ? 0 : g_.verbose ? 2 : 1) {}
+      out_(options_.quiet     ? 0
+           : options_.verbose ? 2
+                              : 1) {}
 
 int StudyJob::run() {
   places_ = gather_places(job_);
   look();
   make_schedule();
-  if (g_.dry_run) {
+  if (options_.dry_run) {
     // Through lead_step like every step rank 0 takes alone, so that an error in
     // it would be printed once and end every process with its status.
     lead_step(session_, [&] { print_dry_run(dry_run()); });
@@ -145,7 +147,7 @@ void StudyJob::look() {
                     "study pools both (docs/studies.md#reproducing-a-run)";
     }
     // The runs trained now would be pooled with these in the study's results.
-    if (!on_other_files.empty() && !g_.force) {
+    if (!on_other_files.empty() && !options_.force) {
       throw UsageError(std::to_string(on_other_files.size()) + " complete run(s) of this study were trained on other "
                        "data files than those found now, e.g. " + on_other_files.front() + ". Runs trained now would "
                        "be pooled with them: use the files they were trained on (each run file's "
@@ -159,60 +161,6 @@ void StudyJob::look() {
   for (std::size_t i = 0; i < plan_.size(); ++i) plan_[i].cost = left[i];
 }
 
-std::string StudyJob::other_data(const PlannedRun& run, const std::string& file, const h5::File& f) const {
-  const auto data = job_.data.find(run.config.dataset);  // none in a dry run without the files
-  const h5::Group prov = f.root().open_group("provenance");
-  if (data == job_.data.end() || !prov.has_attr("dataset_checksums")) return "";
-  const std::string differ = checksum_differences(prov.get_string("dataset_checksums"), data->second.checksums());
-  return differ.empty() ? "" : file + ": " + differ;
-}
-
-std::string StudyJob::other_stack(const h5::File& f, unsigned* differ) const {
-  const h5::Group prov = f.root().open_group("provenance");
-  const auto item = [&prov](const char* key) { return prov.has_attr(key) ? prov.get_string(key) : std::string("-"); };
-  const std::string torch = item("libtorch"), blas = item("blas_build"), gpu = item("gpu"), cpu = item("cpu_kernels");
-  static const std::string torch_here = torch_version(), blas_here = blas_info().build;
-  const bool on_gpu = gpu != "-" && gpu != "none", here_on_gpu = job_.gpu != "none";
-  // Files from before blas_build (gpu, cpu_kernels) was recorded are judged by what they record.
-  unsigned parts = 0;
-  if (torch != "-" && torch != torch_here) parts |= 1u << kOtherLibTorch;
-  if (blas != "-" && blas_here != "-" && blas != blas_here) parts |= 1u << kOtherBlas;
-  if (cpu != "-" && job_.cpu_kernels != "-" && cpu != job_.cpu_kernels) parts |= 1u << kOtherCpuKernels;
-  if (gpu != "-" && gpu != job_.gpu) {
-    // The model and compute capability come first ("NVIDIA H200, compute 9.0, CUDA ...").
-    const auto model = [](const std::string& g) { return g.substr(0, g.find(", CUDA ")); };
-    parts |= 1u << (!on_gpu                         ? kOnTheCpu
-                    : !here_on_gpu                  ? kOnAGpu
-                    : model(gpu) != model(job_.gpu) ? kOnAnotherGpu
-                                                    : kOtherGpuStack);
-  }
-  if (parts == 0) return "";
-  *differ |= parts;
-  return "LibTorch " + torch + (blas == "-" ? "" : ", " + blas) + (cpu == "-" ? "" : ", " + cpu) +
-         (on_gpu                         ? ", GPU " + gpu
-          : here_on_gpu && gpu == "none" ? ", on the CPU"
-                                         : "");
-}
-
-std::string StudyJob::other_build(const h5::File& f) const {
-  const h5::Group prov = f.root().open_group("provenance");
-  const auto item = [&prov](const char* key) { return prov.has_attr(key) ? prov.get_string(key) : std::string("-"); };
-  static const BuildInfo here = build_info();
-  // Compared only where both tell: "-" is a file from before git_changes, "unknown" a build outside git.
-  const auto differ = [](const std::string& there, const std::string& mine) {
-    return there != "-" && there != "unknown" && mine != "unknown" && there != mine;
-  };
-  BuildInfo there;
-  there.version = item("dpstudy_version");
-  there.git_commit = item("git_commit");
-  there.git_changes = item("git_changes");
-  if (!differ(there.version, here.version) && !differ(there.git_commit, here.git_commit) &&
-      !differ(there.git_changes, here.git_changes)) {
-    return "";
-  }
-  return build_line(there);
-}
-
 // What run i has left to compute after the step of its complete set of
 // checkpoints, so that the schedule and the estimates count what is left;
 // nullopt without one (the run starts over). A job resumes only a set of its
@@ -220,9 +168,9 @@ std::string StudyJob::other_build(const h5::File& f) const {
 // job it watches, takes any layout's.
 std::optional<std::int64_t> StudyJob::cost_left(std::size_t i) const {
   const PlannedRun& p = plan_[i];
-  if (g_.force || !checkpoints_.listed(p.id)) return std::nullopt;
-  std::set<int> layouts = g_.dry_run ? checkpoints_.layouts(p.id) : std::set<int>{};
-  layouts.insert(procs_for_run(p.config, g_.procs_per_run, planned_processes()));
+  if (options_.force || !checkpoints_.listed(p.id)) return std::nullopt;
+  std::set<int> layouts = options_.dry_run ? checkpoints_.layouts(p.id) : std::set<int>{};
+  layouts.insert(procs_for_run(p.config, options_.procs_per_run, planned_processes()));
   for (const int procs : layouts) {
     if (const auto step = checkpoints_.set_step(p.id, procs)) {
       const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
@@ -241,13 +189,13 @@ void StudyJob::make_schedule() {
   std::vector<std::size_t> todo;
   std::vector<double> costs;
   for (std::size_t i = 0; i < plan_.size(); ++i) {
-    const int p = procs_for_run(plan_[i].config, g_.procs_per_run, planned_processes());
+    const int p = procs_for_run(plan_[i].config, options_.procs_per_run, planned_processes());
     if (!to_run(i)) continue;
     todo.push_back(i);
     costs.push_back(double(plan_[i].cost));
     procs_.push_back(p);
   }
-  dynamic_ = g_.placement == "dynamic" && (procs_.empty() || sizes_nest(procs_, planned_processes()));
+  dynamic_ = options_.placement == "dynamic" && (procs_.empty() || sizes_nest(procs_, planned_processes()));
   const int world = planned_processes();
   schedule_ = dynamic_ ? schedule_nested(costs, procs_, world) : schedule_runs(costs, procs_, world);
   for (auto& pl : schedule_) {
@@ -260,7 +208,7 @@ void StudyJob::make_schedule() {
 
 // The job planned for: this one, or in a dry run the one --dry_run_processes names.
 int StudyJob::planned_processes() const {
-  return g_.dry_run_processes > 0 ? g_.dry_run_processes : session_.size();
+  return options_.dry_run_processes > 0 ? options_.dry_run_processes : session_.size();
 }
 
 DryRun StudyJob::dry_run() const {
@@ -271,11 +219,11 @@ DryRun StudyJob::dry_run() const {
   d.complete = complete_;
   d.measured_rate = measured_rate_;
   for (const auto& p : plan_) {
-    const int run_procs = procs_for_run(p.config, g_.procs_per_run, planned_processes());
-    d.side_by_side += resolve_parallelism(job_.execution.parallel, p.config.workers / run_procs, g_.threads,
+    const int run_procs = procs_for_run(p.config, options_.procs_per_run, planned_processes());
+    d.side_by_side += resolve_parallelism(job_.execution.parallel, p.config.workers / run_procs, options_.threads,
                                           job_.device) == Parallelism::workers;
   }
-  d.threads = g_.threads;
+  d.threads = options_.threads;
   d.device = job_.device.str();
   d.processes = planned_processes();
   d.data_notes = job_.data_notes;
@@ -302,12 +250,12 @@ void StudyJob::prepare_folder() {
     // job's that is still running stay (several jobs on one study, docs/mpi.md).
     for (const fs::path& dir : {runs_dir_, fs::path(job_.request.study_dir)}) {
       for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        if (entry.path().extension() == ".tmp" && ClaimQueue::is_stale(entry.path().string(), g_.claim_timeout)) {
+        if (entry.path().extension() == ".tmp" && ClaimQueue::is_stale(entry.path().string(), options_.claim_timeout)) {
           fs::remove(entry.path(), ec);
         }
       }
     }
-    ClaimQueue::remove_stale_claims(runs_dir_.string(), g_.claim_timeout);
+    ClaimQueue::remove_stale_claims(runs_dir_.string(), options_.claim_timeout);
   });
   out_.open_log((fs::path(job_.request.study_dir) / "log.txt").string());
   if (lead_) {
@@ -319,7 +267,7 @@ void StudyJob::prepare_folder() {
     if (!stack_note_.empty()) out_.line(stack_note_, 0);
     if (!build_note_.empty()) out_.line(build_note_, 0);
     if (!places_.note.empty()) out_.line(places_.note, 0);
-    if (!g_.quiet) print_header(job_);
+    if (!options_.quiet) print_header(job_);
   }
 }
 
@@ -366,9 +314,9 @@ std::function<void()> StudyJob::heartbeat_of(std::size_t k) {
 void StudyJob::train() {
   study_start_ = Clock::now();
   index_ = std::make_unique<StudyIndex>(job_.request.study_dir, job_.request.name);
-  queue_ = std::make_unique<ClaimQueue>(runs_dir_.string(), ids_, g_.claim_timeout,
+  queue_ = std::make_unique<ClaimQueue>(runs_dir_.string(), ids_, options_.claim_timeout,
                                         [this](std::size_t k) { return done_elsewhere(k); });
-  heartbeat_s_ = std::min(60.0, g_.claim_timeout / 4);
+  heartbeat_s_ = std::min(60.0, options_.claim_timeout / 4);
   install_stop_handlers();
   if (dynamic_) {
     train_dynamic();
@@ -395,7 +343,7 @@ void StudyJob::take_runs(const Block& b, bool final_look) {
   const std::vector<std::size_t>& positions = of_size_.at(b.size);
   std::vector<std::string> size_ids;
   for (std::size_t k : positions) size_ids.push_back(ids_[k]);
-  ClaimQueue size_queue(runs_dir_.string(), size_ids, g_.claim_timeout,
+  ClaimQueue size_queue(runs_dir_.string(), size_ids, options_.claim_timeout,
                         [&](std::size_t j) { return done_elsewhere(positions[j]); });
   Placement mine;
   for (int r = b.first; r < b.first + b.size; ++r) mine.ranks.push_back(r);

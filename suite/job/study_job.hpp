@@ -2,7 +2,8 @@
 // what is left on the job's processes (docs/mpi.md), train each run through its
 // claim so that several jobs on one study train each run once (study_job.cpp),
 // one run (study_run.cpp), then the index and the study's table
-// (study_finish.cpp). Includes LibTorch's headers (job_context.hpp).
+// (study_finish.cpp); complete runs' data, stack and build against this job's
+// (study_provenance.cpp). Includes LibTorch's headers (job_context.hpp).
 #pragma once
 
 #include <chrono>
@@ -50,7 +51,7 @@ class StudyJob {
   using Clock = std::chrono::steady_clock;
   enum : long long { kHeld = 0, kMine = 1, kStopping = 2 };  // the answers of run_one's `claim`
 
-  bool to_run(std::size_t i) const { return g_.force || state_[i] != std::int64_t(RunFileState::complete); }
+  bool to_run(std::size_t i) const { return options_.force || state_[i] != std::int64_t(RunFileState::complete); }
   std::int64_t stamp(const std::string& id) const;
   void look();
   // "file: the data files that differ" when `run`'s complete file (open as `f`) was
@@ -97,7 +98,7 @@ class StudyJob {
   int finish(bool stopped, bool mixed);
 
   Job& job_;
-  const JobOptions& g_;
+  const JobOptions& options_;  // the job's own options (not run keys), as given
   const Session& session_;
   std::vector<PlannedRun>& plan_;
   const std::filesystem::path runs_dir_;

@@ -93,9 +93,9 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   // step. Each reads the same files, but a read can fail on one alone (a
   // parallel file system): the processes agree, or they would train from
   // different steps, pair collectives of different steps, and hang at the end.
-  bool resume = !g_.force && checkpoints_.set_step(p.id, nprocs).has_value();
+  bool resume = !options_.force && checkpoints_.set_step(p.id, nprocs).has_value();
   resume = rc.comm->agree(resume ? 0 : 1) == 0;
-  if (!resume && !g_.force && leader && checkpoints_.listed(p.id)) {
+  if (!resume && !options_.force && leader && checkpoints_.listed(p.id)) {
     o.line(tag + "its checkpoints are not a complete set for " + std::to_string(nprocs) +
            " process(es) at one step (made with another --procs_per_run, or a kill between their writes); "
            "starting over");
@@ -124,15 +124,15 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   rec.config = p.key_values;
   rec.workers = p.config.workers;
   StudyProgress progress(o, tag, study_eta, leader ? heartbeat : std::function<void()>());
-  const CheckpointPolicy policy{ckpt, g_.checkpoint_interval, g_.checkpoint_steps};
+  const CheckpointPolicy policy{ckpt, options_.checkpoint_interval, options_.checkpoint_steps};
   rec.result = trainer->run(&progress, policy);
   rec.finished_utc = utc_now();
   if (rec.result.summary.status == RunStatus::stopped) {
     o.line(tag + p.id + " " + axes_str + ": stopped by " + stop_cause() + " at step " +
            std::to_string(trainer->current_step()) + " of " + std::to_string(trainer->total_steps()) +
-           (!g_.reproduce.empty() ? "; --reproduce trains it from its start each time"
-            : g_.force            ? "; checkpointed, but --force starts every run over: run without it to resume"
-                                  : "; its checkpoint resumes it when the study is started again"));
+           (!options_.reproduce.empty() ? "; --reproduce trains it from its start each time"
+            : options_.force            ? "; checkpointed, but --force starts every run over: run without it to resume"
+                                        : "; its checkpoint resumes it when the study is started again"));
     stopped_ = true;
     return true;
   }

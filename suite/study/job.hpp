@@ -7,6 +7,7 @@
 //   job/study_job.cpp         a study: what is done, the schedule, claims (study_job.hpp)
 //   job/study_run.cpp         one of its runs: resumed or started, trained, written
 //   job/study_finish.cpp      the index, the study's table, the checks asked for
+//   job/study_provenance.cpp  complete runs' data files, software stack and build against this job's
 //   job/run_checkpoints.cpp   the runs' checkpoint files and their sets
 //   job/study_dry_run.cpp     --dry_run's tables
 //   job/throughput_mode.cpp, study/reproduce.cpp: --mode throughput, --reproduce
