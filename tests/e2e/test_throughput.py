@@ -380,7 +380,7 @@ class Throughput(TempFolderTest):
         self.assertAlmostEqual(float(rows[("2", "10")]["speed-up (x)"]), weak, delta=0.01 * weak)
 
     def test_a_swept_key_beyond_the_shape_names_its_points_and_matches_where(self):
-        # As docs/analysis.md does for lee2021-mini: sparsity swept, one sparsity's steps/s
+        # As docs/findings.md does for lee2021-mini: sparsity swept, one sparsity's steps/s
         # picked by --where. No test swept a key besides workers, batch_size and sync_period.
         out = os.path.join(self.tmp, "sparse")
         study = ["--sparsity", "0,0.5", "--hidden", "64", "--eval_every", "5", "--goal_error", "0.5", "--epochs", "2",
