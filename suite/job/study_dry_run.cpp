@@ -13,6 +13,60 @@ namespace fs = std::filesystem;
 
 namespace dpstudy {
 
+namespace {
+
+// The schedule of the runs left and their estimated cost, in sample-gradients.
+void print_schedule(const DryRun& d, std::int64_t todo_cost) {
+  const JobOptions& g = d.request->options;
+  const std::vector<PlannedRun>& plan = d.plan->runs;
+  const bool uniform = std::all_of(d.procs.begin(), d.procs.end(), [&](int q) { return q == d.procs.front(); });
+  if (d.dynamic && uniform) {
+    const int group_procs = d.procs.empty() ? 1 : d.procs.front();
+    std::printf(
+        "# schedule: %zu runs on %d process(es) in %d group(s) of %d, taken in this order as groups "
+        "become free; ranks, start and end as the estimated costs predict\n",
+        d.schedule.size(), d.processes, d.processes / group_procs, group_procs);
+  } else if (d.dynamic) {
+    std::set<int, std::greater<int>> sizes(d.procs.begin(), d.procs.end());
+    std::string sizes_text;
+    for (int q : sizes) sizes_text += (sizes_text.empty() ? "" : ", then ") + std::to_string(q);
+    std::printf(
+        "# schedule: %zu runs on %d process(es) in groups of %s: a group takes the runs of its size in "
+        "this order as it becomes free, and splits into smaller groups when none is left; ranks, start "
+        "and end as the estimated costs predict\n",
+        d.schedule.size(), d.processes, sizes_text.c_str());
+  } else {
+    std::printf("# schedule: %zu runs on %d process(es), placed in advance, largest estimated cost first%s\n",
+                d.schedule.size(), d.processes,
+                g.placement == "static" ? ""
+                : !uniform ? " (its runs' processes per run do not nest: each must divide the next larger, and "
+                             "the smallest the processes)"
+                           : " (the processes per run do not divide the processes)");
+  }
+  double makespan = 0;
+  std::printf("# %4s  %-16s  %-12s  %16s  %16s\n", "run", "run id", "ranks", "start (samples)", "end (samples)");
+  for (const auto& pl : d.schedule) {
+    std::string ranks;
+    for (int q : pl.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(q);
+    std::printf("  %4zu  %-16s  %-12s  %16.0f  %16.0f\n", pl.run + 1, plan[pl.run].id.c_str(), ranks.c_str(), pl.start,
+                pl.end);
+    makespan = std::max(makespan, pl.end);
+  }
+  std::printf("# estimated cost: %lld sample-gradients to compute, %.0f per process on the longest one",
+              (long long)todo_cost, makespan);
+  if (d.complete > 0) {
+    std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured\n", makespan / d.measured_rate / 60.0,
+                d.measured_rate, d.complete);
+  } else {
+    std::printf(" (no run of this study has finished yet, so no measured rate: run a few, then --dry_run again)\n");
+  }
+  if (std::any_of(plan.begin(), plan.end(), [](const PlannedRun& q) { return q.config.stop_at_goal; })) {
+    std::printf("# runs with stop_at_goal end at their goal: the costs are upper bounds\n");
+  }
+}
+
+}  // namespace
+
 void print_dry_run(const DryRun& d) {
   const Request& r = *d.request;
   const JobOptions& g = r.options;
@@ -73,48 +127,7 @@ void print_dry_run(const DryRun& d) {
     if (counts.count(s)) states += (states.empty() ? "" : ", ") + std::to_string(counts[s]) + " " + s;
   }
   std::printf("# runs: %s\n", states.c_str());
-  const bool uniform = std::all_of(d.procs.begin(), d.procs.end(), [&](int q) { return q == d.procs.front(); });
-  if (d.dynamic && uniform) {
-    const int group_procs = d.procs.empty() ? 1 : d.procs.front();
-    std::printf("# schedule: %zu runs on %d process(es) in %d group(s) of %d, taken in this order as groups "
-                "become free; ranks, start and end as the estimated costs predict\n",
-                d.schedule.size(), d.processes, d.processes / group_procs, group_procs);
-  } else if (d.dynamic) {
-    std::set<int, std::greater<int>> sizes(d.procs.begin(), d.procs.end());
-    std::string sizes_text;
-    for (int q : sizes) sizes_text += (sizes_text.empty() ? "" : ", then ") + std::to_string(q);
-    std::printf("# schedule: %zu runs on %d process(es) in groups of %s: a group takes the runs of its size in "
-                "this order as it becomes free, and splits into smaller groups when none is left; ranks, start "
-                "and end as the estimated costs predict\n",
-                d.schedule.size(), d.processes, sizes_text.c_str());
-  } else {
-    std::printf("# schedule: %zu runs on %d process(es), placed in advance, largest estimated cost first%s\n",
-                d.schedule.size(), d.processes,
-                g.placement == "static" ? ""
-                : !uniform ? " (its runs' processes per run do not nest: each must divide the next larger, and "
-                             "the smallest the processes)"
-                           : " (the processes per run do not divide the processes)");
-  }
-  double makespan = 0;
-  std::printf("# %4s  %-16s  %-12s  %16s  %16s\n", "run", "run id", "ranks", "start (samples)", "end (samples)");
-  for (const auto& pl : d.schedule) {
-    std::string ranks;
-    for (int q : pl.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(q);
-    std::printf("  %4zu  %-16s  %-12s  %16.0f  %16.0f\n", pl.run + 1, plan[pl.run].id.c_str(), ranks.c_str(), pl.start,
-                pl.end);
-    makespan = std::max(makespan, pl.end);
-  }
-  std::printf("# estimated cost: %lld sample-gradients to compute, %.0f per process on the longest one",
-              (long long)todo_cost, makespan);
-  if (d.complete > 0) {
-    std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured\n",
-                makespan / d.measured_rate / 60.0, d.measured_rate, d.complete);
-  } else {
-    std::printf(" (no run of this study has finished yet, so no measured rate: run a few, then --dry_run again)\n");
-  }
-  if (std::any_of(plan.begin(), plan.end(), [](const PlannedRun& q) { return q.config.stop_at_goal; })) {
-    std::printf("# runs with stop_at_goal end at their goal: the costs are upper bounds\n");
-  }
+  print_schedule(d, todo_cost);
 }
 
 }  // namespace dpstudy

@@ -9,10 +9,7 @@ namespace fs = std::filesystem;
 
 namespace dpstudy {
 
-// The lead process, once every process is through: the index, the study's
-// table, the checks asked for; 5 when the study was stopped.
-int StudyJob::finish(bool stopped, bool mixed) {
-  std::error_code ec;
+std::size_t StudyJob::reindex() {
   std::vector<std::string> skipped;
   std::size_t indexed = index_->rebuild(&skipped);
   // Another job on this study may have written a run file while this one was
@@ -22,31 +19,44 @@ int StudyJob::finish(bool stopped, bool mixed) {
     indexed = index_->rebuild(&skipped);
   }
   for (const auto& sk : skipped) out_.line("# skipped corrupt run file in the index: " + sk);
+  return indexed;
+}
 
-  // The study's runs, from their files; a run without one is another job's, still running.
-  int failed_checks = 0;
-  std::size_t elsewhere = 0;
-  std::vector<std::string> on_other_files;  // another job's, finished meanwhile (look() saw none)
+StudyJob::RunTable StudyJob::print_run_table(bool stopped) const {
+  std::error_code ec;
+  RunTable t;
   const std::vector<std::string>& swept = job_.request.swept;
   std::printf("# %-16s  %-10s  %9s  %s\n", "run id", "status", "test acc", "axes");
   for (const auto& p : plan_) {
     const std::string file = (runs_dir_ / (p.id + ".h5")).string();
     if (!fs::exists(file, ec)) {
-      ++elsewhere;
+      ++t.elsewhere;
       std::printf("  %-16s  %-10s  %9s  %s\n", p.id.c_str(), stopped ? "not done" : "elsewhere", "-",
                   axes_text(p.values, swept).c_str());
-      if (options_.expect_given) ++failed_checks;  // not checked here
+      if (options_.expect_given) ++t.failed_checks;  // not checked here
       continue;
     }
     const h5::File f = h5::File::open_read(file);
-    if (std::string differ = other_data(p, file, f); !differ.empty()) on_other_files.push_back(std::move(differ));
+    if (std::string differ = other_data(p, file, f); !differ.empty()) t.on_other_files.push_back(std::move(differ));
     const h5::Group summary = f.root().open_group("summary");
     const double acc = summary.get_double("final_test_accuracy");
     const std::string status = summary.get_string("status");
     std::printf("  %-16s  %-10s  %8.2f%%  %s\n", p.id.c_str(), status.c_str(), 100 * acc,
                 axes_text(p.values, swept).c_str());
-    if (options_.expect_given && !(status == "completed" && acc >= options_.expect_accuracy)) ++failed_checks;
+    if (options_.expect_given && !(status == "completed" && acc >= options_.expect_accuracy)) ++t.failed_checks;
   }
+  return t;
+}
+
+// The lead process, once every process is through: the index, the study's
+// table, the checks asked for; 5 when the study was stopped.
+int StudyJob::finish(bool stopped, bool mixed) {
+  const std::size_t indexed = reindex();
+  // The study's runs, from their files; a run without one is another job's, still running.
+  RunTable table = print_run_table(stopped);
+  int failed_checks = table.failed_checks;
+  const std::size_t elsewhere = table.elsewhere;
+  std::vector<std::string>& on_other_files = table.on_other_files;  // another job's, finished meanwhile
   const std::string& name = job_.request.name;
   const std::string& study_dir = job_.request.study_dir;
   // A signal to some of the job's processes stops their run; the others may

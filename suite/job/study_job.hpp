@@ -93,8 +93,19 @@ class StudyJob {
   void train_dynamic();
   void take_runs(const Block& b, bool final_look);
   void train_static();
+  std::unique_ptr<Trainer> start_or_resume(const PlannedRun& p, const TrainingData& d, Communicator& comm, int nprocs,
+                                           bool leader, const std::string& ckpt, Output& o, const std::string& tag);
   bool run_one(const Placement& pl, const StudyEta& study_eta, const std::function<void()>& heartbeat,
                const std::function<long long()>& claim = {});
+  // The index rebuilt until it lists every run file (another job may write one meanwhile).
+  std::size_t reindex();
+  struct RunTable {
+    int failed_checks = 0;                    // runs that miss --expect_accuracy, or are not here to check
+    std::size_t elsewhere = 0;                // runs without a file: another job's, still running
+    std::vector<std::string> on_other_files;  // "file: differences" of runs trained on other data files
+  };
+  // The study's table of runs, from their files.
+  RunTable print_run_table(bool stopped) const;
   int finish(bool stopped, bool mixed);
 
   Job& job_;

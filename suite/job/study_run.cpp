@@ -50,6 +50,41 @@ class StudyProgress : public ProgressSink {
 
 }  // namespace
 
+// The run's trainer: from its checkpoints where every process of the run has one
+// at the same step and can read it, else from the start.
+std::unique_ptr<Trainer> StudyJob::start_or_resume(const PlannedRun& p, const TrainingData& d, Communicator& comm,
+                                                   int nprocs, bool leader, const std::string& ckpt, Output& o,
+                                                   const std::string& tag) {
+  auto trainer = std::make_unique<Trainer>(p.config, p.factory, d, comm, job_.execution);
+  // Resume only if every process of the run has its checkpoint at the same
+  // step. Each reads the same files, but a read can fail on one alone (a
+  // parallel file system): the processes agree, or they would train from
+  // different steps, pair collectives of different steps, and hang at the end.
+  bool resume = !options_.force && checkpoints_.set_step(p.id, nprocs).has_value();
+  resume = comm.agree(resume ? 0 : 1) == 0;
+  if (!resume && !options_.force && leader && checkpoints_.listed(p.id)) {
+    o.line(tag + "its checkpoints are not a complete set for " + std::to_string(nprocs) +
+           " process(es) at one step (made with another --procs_per_run, or a kill between their writes); "
+           "starting over");
+  }
+  if (resume) {
+    std::string failure;
+    try {
+      trainer->restore_checkpoint(ckpt);
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+    if (comm.agree(failure.empty() ? 0 : 1) == 0) {
+      o.line(tag + "resuming from its checkpoint at step " + std::to_string(trainer->current_step()));
+    } else {
+      o.line(tag + "checkpoint unusable (" + (failure.empty() ? "on another process of the run" : failure) +
+             "); starting over");
+      trainer = std::make_unique<Trainer>(p.config, p.factory, d, comm, job_.execution);
+    }
+  }
+  return trainer;
+}
+
 // One run on the processes pl.ranks (this one among them). `claim`, if given,
 // is asked on the run's first process whether this job may train it (static
 // placement: another job may hold it, or the job is stopping); kMine trains it.
@@ -88,33 +123,7 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   for (const auto& [k, v] : p.key_values) config_line += " " + k + "=" + to_text(v);
   o.line(config_line, 2);
   const TrainingData& d = job_.data.at(p.config.dataset);
-  auto trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm, job_.execution);
-  // Resume only if every process of the run has its checkpoint at the same
-  // step. Each reads the same files, but a read can fail on one alone (a
-  // parallel file system): the processes agree, or they would train from
-  // different steps, pair collectives of different steps, and hang at the end.
-  bool resume = !options_.force && checkpoints_.set_step(p.id, nprocs).has_value();
-  resume = rc.comm->agree(resume ? 0 : 1) == 0;
-  if (!resume && !options_.force && leader && checkpoints_.listed(p.id)) {
-    o.line(tag + "its checkpoints are not a complete set for " + std::to_string(nprocs) +
-           " process(es) at one step (made with another --procs_per_run, or a kill between their writes); "
-           "starting over");
-  }
-  if (resume) {
-    std::string failure;
-    try {
-      trainer->restore_checkpoint(ckpt);
-    } catch (const Error& e) {
-      failure = e.what();
-    }
-    if (rc.comm->agree(failure.empty() ? 0 : 1) == 0) {
-      o.line(tag + "resuming from its checkpoint at step " + std::to_string(trainer->current_step()));
-    } else {
-      o.line(tag + "checkpoint unusable (" + (failure.empty() ? "on another process of the run" : failure) +
-             "); starting over");
-      trainer = std::make_unique<Trainer>(p.config, p.factory, d, *rc.comm, job_.execution);
-    }
-  }
+  std::unique_ptr<Trainer> trainer = start_or_resume(p, d, *rc.comm, nprocs, leader, ckpt, o, tag);
   RunRecord rec;
   rec.run_id = p.id;
   rec.study = job_.request.name;
