@@ -59,46 +59,160 @@ excluded unless --include_diverged.
 
 }  // namespace
 
+namespace {
+
+// The options a user names, each into `o` or the lists' raw text.
+po::options_description named_options(Options& o, std::string& by, std::string& within, std::string& factors) {
+  po::options_description named("options");
+  named.add_options()("help,h", "show usage")("by", po::value(&by), "grouping keys, comma-separated")(
+      "metric", po::value(&o.metric)->default_value(o.metric), "metric to analyse")(
+      "where", po::value(&o.where)->composing(),
+      "keep runs with KEY=VALUE, or KEY!=VALUE, KEY<VALUE, <=, >, >= (repeatable)")(
+      "factor", po::value(&o.factor), "compare / power: the factor whose levels are compared")(
+      "within", po::value(&within), "compare / power / anova: one family of tests per combination of these keys")(
+      "factors", po::value(&factors), "anova: the factors, comma-separated (2 to 4)")(
+      "baseline", po::value(&o.baseline), "compare / power: compare every level with this one only")(
+      "equivalence", po::value(&o.equivalence),
+      "compare: also test each pair for equivalence within +/- this margin, in the metric's units (two one-sided "
+      "Welch tests; 0.01 = one point of accuracy); power: the seeds per group that would show it")(
+      "include_diverged", po::bool_switch(&o.include_diverged), "keep diverged and failed runs")(
+      "log_x", po::bool_switch(&o.log_x), "plot --kind summary: a logarithmic x axis (the key's values must be > 0)")(
+      "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv, json or latex (booktabs)")(
+      "effect", po::value(&o.effect), "power: seeds needed to detect this standardised effect d")(
+      "hazard_ratio", po::value(&o.hazard_ratio),
+      "power (and report) of a time to a goal: runs per group for the log-rank test to detect this hazard "
+      "ratio, e.g. 2")(
+      "alpha", po::value(&o.alpha)->default_value(0.05, "0.05"),
+      "compare, report: the equivalence test's level (its interval is 1 - 2 alpha); power: the tests' level")(
+      "power", po::value(&o.power)->default_value(0.8, "0.8"), "power: required power")(
+      "series", po::value(&o.series)->default_value(o.series),
+      "curves, steps-to-result, report, plot curves|reach|steps|best_lr: eval series")(
+      "x", po::value(&o.x)->default_value(o.x),
+      "curves: step, epoch, samples or time_s; plot --kind reach: step or time_s")(
+      "target", po::value(&o.target),
+      "steps-to-result, report, plot reach|steps|best_lr: the goal value of the series")(
+      "throughput", po::value(&o.throughput),
+      "steps-to-result: a throughput.h5 of --mode throughput; adds steps/s and the estimated time to result")(
+      "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, reach, steps, best_lr or scaling")(
+      "interval", po::value(&o.interval)->default_value(o.interval),
+      "curves, plot summary|curves|reach: what the bars and bands show: ci95 (95 % t interval of the mean), sd "
+      "(+/- 1 standard deviation), sem, range (min to max) or none; plot reach: ci95 adds the Kaplan-Meier "
+      "estimate's 95 % band")("style", po::value(&o.style)->default_value(o.style),
+                              "plot --kind summary: bars (error bars) or band (shaded)")(
+      "output", po::value(&o.output), "plot: the PNG or SVG file to write; report: the folder");
+  return named;
+}
+
+// Values out of range, and options that need each other, refused before any result is read.
+void check_values(Options& o, const po::variables_map& vm, const std::string& by, const std::string& within,
+                  const std::string& factors) {
+  if (vm.count("effect") && !(o.effect > 0 && std::isfinite(o.effect))) {
+    throw ConfigError("effect", num(o.effect), "must be a standardised effect d > 0, e.g. 0.5");
+  }
+  if (vm.count("hazard_ratio")) {
+    if (!(o.hazard_ratio > 0 && std::isfinite(o.hazard_ratio)) || o.hazard_ratio == 1) {
+      throw ConfigError("hazard_ratio", num(o.hazard_ratio),
+                        "must be a hazard ratio > 0 other than 1, e.g. 2 (one level reaching the goal twice as fast)");
+    }
+    if (o.command == "report") {
+      // The report's power of --factor's comparisons takes it where their metric is a time to a goal.
+      if (o.factor.empty() || (std::isnan(o.target) && !is_goal_metric(o.metric))) {
+        throw UsageError(
+            "--hazard_ratio: report uses it in the power of the comparisons of --factor of a time to "
+            "a goal: give --factor F and --target T (or --metric steps_to_goal, time_to_goal_s, "
+            "SERIES@reach=T or SERIES@reach_time=T)");
+      }
+    } else if (!is_goal_metric(o.metric)) {
+      throw UsageError("--hazard_ratio: the log-rank test is of a time to a goal, not of " + o.metric +
+                       ": give --metric steps_to_goal, time_to_goal_s, SERIES@reach=T or SERIES@reach_time=T");
+    }
+  }
+  if (vm.count("equivalence") && !(o.equivalence > 0 && std::isfinite(o.equivalence))) {
+    throw ConfigError("equivalence", std::isnan(o.equivalence) ? "nan" : num(o.equivalence),
+                      "must be a margin > 0 in the metric's units, e.g. 0.01 (one point of accuracy)");
+  }
+  if ((o.command == "compare" || o.command == "report") && vm.count("alpha") && !vm["alpha"].defaulted() &&
+      !vm.count("equivalence")) {
+    throw ConfigError("alpha", num(o.alpha),
+                      "sets the level of the equivalence test in " + o.command +
+                          ": give --equivalence MARGIN too (its "
+                          "other tests show p-values with marks at 0.05, 0.01, 0.001)");
+  }
+  if (!(o.alpha > 0 && o.alpha < 0.5)) throw ConfigError("alpha", num(o.alpha), "must be in (0, 0.5), e.g. 0.05");
+  if (!(o.power > 0 && o.power < 1)) throw ConfigError("power", num(o.power), "must be in (0, 1)");
+  o.by = split_list(by);
+  o.within = split_list(within);
+  o.factors = split_list(factors);
+  // A key twice in a list, or both compared and held fixed, is a slip: each group would be one level.
+  for (const auto& [option, list, text] : {std::tuple{"by", &o.by, by}, std::tuple{"factors", &o.factors, factors},
+                                           std::tuple{"within", &o.within, within}}) {
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      if (std::find(list->begin(), list->begin() + std::ptrdiff_t(i), (*list)[i]) !=
+          list->begin() + std::ptrdiff_t(i)) {
+        throw ConfigError(option, text, "names '" + (*list)[i] + "' twice");
+      }
+    }
+  }
+  for (const std::string& k : o.within) {
+    if (k == o.factor || std::find(o.factors.begin(), o.factors.end(), k) != o.factors.end()) {
+      throw ConfigError("within", within, "names '" + k + "', which is also compared: a family holds one level of it");
+    }
+  }
+}
+
+// A command over the runs of the study folders (every command but throughput and plot --kind scaling).
+int run_on_studies(Options& o, Format format) {
+  Runs r = load_studies(o.dirs);
+  const auto warn = [&r] {
+    for (const std::string& w : r.warnings) std::fprintf(stderr, "dpstudy-analyze: warning: %s\n", w.c_str());
+  };
+  if (r.runs.empty()) {
+    warn();
+    throw UsageError("no finished run to analyse in " + join(o.dirs, ", "));
+  }
+  apply_where(r, o.where);
+  std::vector<std::string> grouped_by = o.by;
+  for (const auto* keys : {&o.within, &o.factors}) grouped_by.insert(grouped_by.end(), keys->begin(), keys->end());
+  grouped_by.push_back(o.factor);
+  warn_of_data_digests(r, grouped_by);
+  warn_of_stacks(r, grouped_by);
+  warn_of_copies(r, grouped_by);
+  warn_of_assignment_schemes(r);
+  warn();
+  // A factor of one level (a key the study did not sweep, or --where kept one) compares nothing.
+  if ((o.command == "compare" || o.command == "power") && !o.factor.empty()) require_levels(r, {o.factor}, "--factor");
+  if (o.command == "anova" && o.factors.size() >= 2) require_levels(r, o.factors, "--factors");
+  if (reads_option(o.command, o.kind, "metric")) require_goal(r, o.metric);
+  if (o.command == "summary") {
+    print(summary(r, o), format);
+  } else if (o.command == "compare") {
+    print(compare(r, o), format);
+  } else if (o.command == "runs") {
+    print(runs(r, o), format);
+  } else if (o.command == "report") {
+    report(r, o);
+  } else if (o.command == "anova") {
+    print(anova(r, o), format);
+  } else if (o.command == "power") {
+    print(power(r, o), format);
+  } else if (o.command == "curves") {
+    print(curves(r, o), format);
+  } else if (o.command == "steps-to-result") {
+    print(steps_to_result(r, o), format);
+  } else {
+    if ((o.kind == "steps" || o.kind == "best_lr") && o.by.empty()) o.by = {"batch_size"};
+    plot(r, o);
+  }
+  return 0;
+}
+
+}  // namespace
+
 static int analyze_main(int argc, char** argv) {
   try {
     Options o;
     std::string by, within, factors;
-    po::options_description named("options");
-    named.add_options()("help,h", "show usage")("by", po::value(&by), "grouping keys, comma-separated")(
-        "metric", po::value(&o.metric)->default_value(o.metric), "metric to analyse")(
-        "where", po::value(&o.where)->composing(),
-        "keep runs with KEY=VALUE, or KEY!=VALUE, KEY<VALUE, <=, >, >= (repeatable)")(
-        "factor", po::value(&o.factor), "compare / power: the factor whose levels are compared")(
-        "within", po::value(&within), "compare / power / anova: one family of tests per combination of these keys")(
-        "factors", po::value(&factors), "anova: the factors, comma-separated (2 to 4)")(
-        "baseline", po::value(&o.baseline), "compare / power: compare every level with this one only")(
-        "equivalence", po::value(&o.equivalence),
-        "compare: also test each pair for equivalence within +/- this margin, in the metric's units (two one-sided "
-        "Welch tests; 0.01 = one point of accuracy); power: the seeds per group that would show it")(
-        "include_diverged", po::bool_switch(&o.include_diverged), "keep diverged and failed runs")(
-        "log_x", po::bool_switch(&o.log_x), "plot --kind summary: a logarithmic x axis (the key's values must be > 0)")(
-        "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv, json or latex (booktabs)")(
-        "effect", po::value(&o.effect), "power: seeds needed to detect this standardised effect d")(
-        "hazard_ratio", po::value(&o.hazard_ratio),
-        "power (and report) of a time to a goal: runs per group for the log-rank test to detect this hazard "
-        "ratio, e.g. 2")(
-        "alpha", po::value(&o.alpha)->default_value(0.05, "0.05"),
-        "compare, report: the equivalence test's level (its interval is 1 - 2 alpha); power: the tests' level")(
-        "power", po::value(&o.power)->default_value(0.8, "0.8"), "power: required power")(
-        "series", po::value(&o.series)->default_value(o.series),
-        "curves, steps-to-result, report, plot curves|reach|steps|best_lr: eval series")(
-        "x", po::value(&o.x)->default_value(o.x), "curves: step, epoch, samples or time_s; plot --kind reach: step or time_s")(
-        "target", po::value(&o.target),
-        "steps-to-result, report, plot reach|steps|best_lr: the goal value of the series")(
-        "throughput", po::value(&o.throughput),
-        "steps-to-result: a throughput.h5 of --mode throughput; adds steps/s and the estimated time to result")(
-        "kind", po::value(&o.kind)->default_value(o.kind), "plot: summary, curves, reach, steps, best_lr or scaling")(
-        "interval", po::value(&o.interval)->default_value(o.interval),
-        "curves, plot summary|curves|reach: what the bars and bands show: ci95 (95 % t interval of the mean), sd "
-        "(+/- 1 standard deviation), sem, range (min to max) or none; plot reach: ci95 adds the Kaplan-Meier "
-        "estimate's 95 % band")(
-        "style", po::value(&o.style)->default_value(o.style), "plot --kind summary: bars (error bars) or band (shaded)")(
-        "output", po::value(&o.output), "plot: the PNG or SVG file to write; report: the folder");
+    po::options_description named = named_options(o, by, within, factors);
     po::options_description hidden;
     hidden.add_options()("command", po::value(&o.command))("dirs", po::value(&o.dirs));
     po::positional_options_description pos;
@@ -131,55 +245,7 @@ static int analyze_main(int argc, char** argv) {
                          " does not read it; it applies to " + commands_reading(opt.string_key));
       }
     }
-    if (vm.count("effect") && !(o.effect > 0 && std::isfinite(o.effect))) {
-      throw ConfigError("effect", num(o.effect), "must be a standardised effect d > 0, e.g. 0.5");
-    }
-    if (vm.count("hazard_ratio")) {
-      if (!(o.hazard_ratio > 0 && std::isfinite(o.hazard_ratio)) || o.hazard_ratio == 1) {
-        throw ConfigError("hazard_ratio", num(o.hazard_ratio),
-                          "must be a hazard ratio > 0 other than 1, e.g. 2 (one level reaching the goal twice as fast)");
-      }
-      if (o.command == "report") {
-        // The report's power of --factor's comparisons takes it where their metric is a time to a goal.
-        if (o.factor.empty() || (std::isnan(o.target) && !is_goal_metric(o.metric))) {
-          throw UsageError("--hazard_ratio: report uses it in the power of the comparisons of --factor of a time to "
-                           "a goal: give --factor F and --target T (or --metric steps_to_goal, time_to_goal_s, "
-                           "SERIES@reach=T or SERIES@reach_time=T)");
-        }
-      } else if (!is_goal_metric(o.metric)) {
-        throw UsageError("--hazard_ratio: the log-rank test is of a time to a goal, not of " + o.metric +
-                         ": give --metric steps_to_goal, time_to_goal_s, SERIES@reach=T or SERIES@reach_time=T");
-      }
-    }
-    if (vm.count("equivalence") && !(o.equivalence > 0 && std::isfinite(o.equivalence))) {
-      throw ConfigError("equivalence", std::isnan(o.equivalence) ? "nan" : num(o.equivalence),
-                        "must be a margin > 0 in the metric's units, e.g. 0.01 (one point of accuracy)");
-    }
-    if ((o.command == "compare" || o.command == "report") && vm.count("alpha") && !vm["alpha"].defaulted() &&
-        !vm.count("equivalence")) {
-      throw ConfigError("alpha", num(o.alpha),
-                        "sets the level of the equivalence test in " + o.command + ": give --equivalence MARGIN too (its "
-                        "other tests show p-values with marks at 0.05, 0.01, 0.001)");
-    }
-    if (!(o.alpha > 0 && o.alpha < 0.5)) throw ConfigError("alpha", num(o.alpha), "must be in (0, 0.5), e.g. 0.05");
-    if (!(o.power > 0 && o.power < 1)) throw ConfigError("power", num(o.power), "must be in (0, 1)");
-    o.by = split_list(by);
-    o.within = split_list(within);
-    o.factors = split_list(factors);
-    // A key twice in a list, or both compared and held fixed, is a slip: each group would be one level.
-    for (const auto& [option, list, text] : {std::tuple{"by", &o.by, by}, std::tuple{"factors", &o.factors, factors},
-                                             std::tuple{"within", &o.within, within}}) {
-      for (std::size_t i = 0; i < list->size(); ++i) {
-        if (std::find(list->begin(), list->begin() + std::ptrdiff_t(i), (*list)[i]) != list->begin() + std::ptrdiff_t(i)) {
-          throw ConfigError(option, text, "names '" + (*list)[i] + "' twice");
-        }
-      }
-    }
-    for (const std::string& k : o.within) {
-      if (k == o.factor || std::find(o.factors.begin(), o.factors.end(), k) != o.factors.end()) {
-        throw ConfigError("within", within, "names '" + k + "', which is also compared: a family holds one level of it");
-      }
-    }
+    check_values(o, vm, by, within, factors);
     const Format format = parse_format(o.format);
     interval_named(o.interval);  // both refused before the results are read
     if (o.style != "bars" && o.style != "band") throw ConfigError("style", o.style, "is not one of: bars, band");
@@ -194,48 +260,7 @@ static int analyze_main(int argc, char** argv) {
       for (const std::string& note : plot_scaling(o)) std::printf("# %s\n", note.c_str());
       return 0;
     }
-    Runs r = load_studies(o.dirs);
-    const auto warn = [&r] {
-      for (const std::string& w : r.warnings) std::fprintf(stderr, "dpstudy-analyze: warning: %s\n", w.c_str());
-    };
-    if (r.runs.empty()) {
-      warn();
-      throw UsageError("no finished run to analyse in " + join(o.dirs, ", "));
-    }
-    apply_where(r, o.where);
-    std::vector<std::string> grouped_by = o.by;
-    for (const auto* keys : {&o.within, &o.factors}) grouped_by.insert(grouped_by.end(), keys->begin(), keys->end());
-    grouped_by.push_back(o.factor);
-    warn_of_data_digests(r, grouped_by);
-    warn_of_stacks(r, grouped_by);
-    warn_of_copies(r, grouped_by);
-    warn_of_assignment_schemes(r);
-    warn();
-    // A factor of one level (a key the study did not sweep, or --where kept one) compares nothing.
-    if ((o.command == "compare" || o.command == "power") && !o.factor.empty()) require_levels(r, {o.factor}, "--factor");
-    if (o.command == "anova" && o.factors.size() >= 2) require_levels(r, o.factors, "--factors");
-    if (reads_option(o.command, o.kind, "metric")) require_goal(r, o.metric);
-    if (o.command == "summary") {
-      print(summary(r, o), format);
-    } else if (o.command == "compare") {
-      print(compare(r, o), format);
-    } else if (o.command == "runs") {
-      print(runs(r, o), format);
-    } else if (o.command == "report") {
-      report(r, o);
-    } else if (o.command == "anova") {
-      print(anova(r, o), format);
-    } else if (o.command == "power") {
-      print(power(r, o), format);
-    } else if (o.command == "curves") {
-      print(curves(r, o), format);
-    } else if (o.command == "steps-to-result") {
-      print(steps_to_result(r, o), format);
-    } else {
-      if ((o.kind == "steps" || o.kind == "best_lr") && o.by.empty()) o.by = {"batch_size"};
-      plot(r, o);
-    }
-    return 0;
+    return run_on_studies(o, format);
   } catch (const po::error& e) {
     std::fprintf(stderr, "dpstudy-analyze: error: %s\n", e.what());
     return 2;
