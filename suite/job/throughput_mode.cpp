@@ -14,11 +14,11 @@ namespace fs = std::filesystem;
 
 namespace dpstudy {
 
-// --mode throughput: one Google Benchmark benchmark per distinct sweep point
-// (axes that do not change the work of a step, such as seeds and learning
-// rates, are left out of the points). Each point's run occupies processes
-// 0..P-1 of the job; the figures go to <study>/throughput.h5.
-int run_throughput_mode(const Job& job) {
+namespace {
+
+// One benchmark per distinct sweep point, each set up, stepped and torn down
+// on processes 0..P-1 of the job.
+std::vector<ThroughputPoint> throughput_points(const Job& job) {
   const JobOptions& g = job.request.options;
   const Session& session = job.session;
   const std::vector<std::string>& swept = job.request.swept;
@@ -93,6 +93,20 @@ int run_throughput_mode(const Job& job) {
     };
     points.push_back(std::move(tp));
   }
+  return points;
+}
+
+}  // namespace
+
+// --mode throughput: one Google Benchmark benchmark per distinct sweep point
+// (axes that do not change the work of a step, such as seeds and learning
+// rates, are left out of the points). Each point's run occupies processes
+// 0..P-1 of the job; the figures go to <study>/throughput.h5.
+int run_throughput_mode(const Job& job) {
+  const JobOptions& g = job.request.options;
+  const Session& session = job.session;
+  const std::string& workload = job.workload;
+  std::vector<ThroughputPoint> points = throughput_points(job);
   ThroughputOptions o;
   o.warmup_steps = g.warmup_steps;
   o.iterations = g.iterations > 0 ? g.iterations : session.size() > 1 ? 10 : 0;
