@@ -325,11 +325,9 @@ void Trainer::average_parameters(int count, int level) {
   comm_s_ += seconds_since(t0);
 }
 
-RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoint) {
+// The run's shape and its shards, on the progress sink, and a resumption.
+void Trainer::announce(ProgressSink* progress) const {
   const RunConfig& c = config_;
-  RunResult& r = result_;
-  r.assignment = assignment_;
-  r.sparsity = sparsity_;
   if (progress) {
     char line[400];
     std::snprintf(line, sizeof line,
@@ -343,6 +341,52 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     progress->message(line);
     if (step_ > 0) progress->message("# resumed from a checkpoint at step " + std::to_string(step_));
   }
+}
+
+// The summary of a run ended at step_ (finished, diverged or stopped) after wall_time_s.
+void Trainer::summarize(RunResult& r, double wall_time_s) {
+  const RunConfig& c = config_;
+  RunSummary& s = r.summary;
+  s.steps = step_;
+  s.steps_per_epoch = steps_per_epoch_;
+  s.parameters = eval_->parameter_count();
+  s.wall_time_s = wall_time_s;
+  s.samples_per_s = double(step_ * c.workers * c.batch_size) / std::max(s.wall_time_s, 1e-9);
+  s.comm_time_s = comm_s_;
+  s.eval_time_s = eval_s_;
+  s.compute_time_s = std::max(0.0, s.wall_time_s - comm_s_ - eval_s_);
+  // The run's largest process: what a job must give each of its processes.
+  s.peak_rss_mib = peak_memory_so_far();
+  for (const double p : comm_.all_workers(std::vector<double>(std::size_t(comm_.local_workers()), s.peak_rss_mib))) {
+    s.peak_rss_mib = std::isnan(p) || std::isnan(s.peak_rss_mib) ? kNaN : std::max(s.peak_rss_mib, p);
+  }
+  if (!r.eval.step.empty()) {
+    s.final_test_accuracy = r.eval.test_accuracy.back();
+    s.final_test_loss = r.eval.test_loss.back();
+    s.final_val_accuracy = r.eval.val_accuracy.back();
+    // Evaluations where the test split was not due hold NaN (test_every).
+    s.best_test_accuracy = kNaN;
+    for (const double a : r.eval.test_accuracy) {
+      if (std::isfinite(a) && (std::isnan(s.best_test_accuracy) || a > s.best_test_accuracy)) s.best_test_accuracy = a;
+    }
+  } else {
+    s.final_test_accuracy = s.final_test_loss = s.final_val_accuracy = s.best_test_accuracy = kNaN;
+  }
+  s.final_synced_test_accuracy = kNaN;
+  for (std::size_t i = r.eval.step.size(); i-- > 0;) {
+    if (r.eval.synced[i] != 0 && std::isfinite(r.eval.test_accuracy[i])) {
+      s.final_synced_test_accuracy = r.eval.test_accuracy[i];
+      break;
+    }
+  }
+}
+
+RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoint) {
+  const RunConfig& c = config_;
+  RunResult& r = result_;
+  r.assignment = assignment_;
+  r.sparsity = sparsity_;
+  announce(progress);
   peak_reset_ = reset_peak_memory();
   const auto t0 = Clock::now();
   auto elapsed = [&] { return elapsed_before_ + seconds_since(t0); };
@@ -416,39 +460,7 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
       break;
     }
   }
-  RunSummary& s = r.summary;
-  s.steps = step_;
-  s.steps_per_epoch = steps_per_epoch_;
-  s.parameters = eval_->parameter_count();
-  s.wall_time_s = elapsed();
-  s.samples_per_s = double(step_ * c.workers * c.batch_size) / std::max(s.wall_time_s, 1e-9);
-  s.comm_time_s = comm_s_;
-  s.eval_time_s = eval_s_;
-  s.compute_time_s = std::max(0.0, s.wall_time_s - comm_s_ - eval_s_);
-  // The run's largest process: what a job must give each of its processes.
-  s.peak_rss_mib = peak_memory_so_far();
-  for (const double p : comm_.all_workers(std::vector<double>(std::size_t(comm_.local_workers()), s.peak_rss_mib))) {
-    s.peak_rss_mib = std::isnan(p) || std::isnan(s.peak_rss_mib) ? kNaN : std::max(s.peak_rss_mib, p);
-  }
-  if (!r.eval.step.empty()) {
-    s.final_test_accuracy = r.eval.test_accuracy.back();
-    s.final_test_loss = r.eval.test_loss.back();
-    s.final_val_accuracy = r.eval.val_accuracy.back();
-    // Evaluations where the test split was not due hold NaN (test_every).
-    s.best_test_accuracy = kNaN;
-    for (const double a : r.eval.test_accuracy) {
-      if (std::isfinite(a) && (std::isnan(s.best_test_accuracy) || a > s.best_test_accuracy)) s.best_test_accuracy = a;
-    }
-  } else {
-    s.final_test_accuracy = s.final_test_loss = s.final_val_accuracy = s.best_test_accuracy = kNaN;
-  }
-  s.final_synced_test_accuracy = kNaN;
-  for (std::size_t i = r.eval.step.size(); i-- > 0;) {
-    if (r.eval.synced[i] != 0 && std::isfinite(r.eval.test_accuracy[i])) {
-      s.final_synced_test_accuracy = r.eval.test_accuracy[i];
-      break;
-    }
-  }
+  summarize(r, elapsed());
   return r;
 }
 

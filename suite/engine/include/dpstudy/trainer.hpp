@@ -129,6 +129,8 @@ class Trainer {
   int threads() const { return threads_; }
 
  private:
+  void announce(ProgressSink* progress) const;
+  void summarize(RunResult& r, double wall_time_s);
   struct Evaluation {
     double loss, accuracy;
   };
