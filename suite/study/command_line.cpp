@@ -186,27 +186,13 @@ void check_study_name(const std::string& name, const std::string& study_file) {
 
 }  // namespace
 
-std::optional<Request> read_request(int argc, char** argv, const Workload& workload, bool print) {
-  const std::string prog = "dpstudy-" + workload.name;
-  Request r;
-  JobOptions& g = r.options;
-  Descriptions d;
-  describe(d, g);
-  RunOptions run_help(workload.defaults);
-  po::options_description model_help("Model");
-  if (workload.model_options) workload.model_options(model_help);
+namespace {
 
-  // Every run and model key, as text: a study gives lists, resolved per run by plan_runs.
-  for (const po::options_description* o : Sections{&run_help.description(), &model_help}) {
-    for (const auto& opt : o->options()) r.keys.push_back(opt->long_name());
-  }
-  const std::vector<std::string>& keys = r.keys;
-  po::options_description raw;
-  for (const auto& k : keys) raw.add_options()(k.c_str(), po::value<std::string>());
-  po::options_description cli;
-  cli.add(d.general).add(d.study).add(d.search).add(d.speed).add(raw);
+// The command line's words, each option spelled with '_' and without its
+// study-file section; Google Benchmark's flags apart, untouched.
+std::vector<std::string> command_line_args(int argc, char** argv, std::vector<std::string>* benchmark_flags,
+                                           std::map<std::string, std::string>* sectioned) {
   std::vector<std::string> cli_args;
-  std::map<std::string, std::string> sectioned;  // key -> as given: "workers" -> "--sweep.workers"
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     // Every option is spelled with '_' (as its study key, and as Google
@@ -220,82 +206,19 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
       const std::string name(a.begin() + 2, name_end);
       if (const auto dot = name.rfind('.'); dot != std::string::npos && dot > 0 && dot + 1 < name.size()) {
         const std::string key = name.substr(dot + 1);
-        sectioned[key] = "--" + name;
+        (*sectioned)[key] = "--" + name;
         a = "--" + key + std::string(name_end, a.end());
       }
     }
-    (a.rfind("--benchmark_", 0) == 0 ? g.benchmark_flags : cli_args).push_back(a);
+    (a.rfind("--benchmark_", 0) == 0 ? *benchmark_flags : cli_args).push_back(a);
   }
-  po::variables_map vm;
-  try {
-    store_options(po::command_line_parser(cli_args).options(cli).run(), vm);
-  } catch (const po::unknown_option& e) {
-    std::vector<std::string> all = keys;
-    for (const po::options_description* o : Sections{&d.general, &d.study, &d.search, &d.speed}) {
-      for (const auto& opt : o->options()) all.push_back(opt->long_name());
-    }
-    std::string bad = e.get_option_name();
-    while (!bad.empty() && bad[0] == '-') bad.erase(0, 1);
-    const auto given = sectioned.find(bad);
-    throw UsageError("unrecognised option '" + (given == sectioned.end() ? "--" + bad : given->second) + "'" +
-                     did_you_mean(bad, all, "--", ""));
-  }
-  if (vm.count("version")) {
-    if (!print) return std::nullopt;
-    const BuildInfo b = build_info();
-    std::printf("%s dpstudy %s commit %s changes %s libtorch %s mpi %s cuda %s\n", prog.c_str(), b.version.c_str(),
-                b.git_commit.c_str(), b.git_changes.c_str(), torch_version().c_str(), b.with_mpi ? "on" : "off",
-                b.with_cuda ? "on" : "off");
-    return std::nullopt;
-  }
-  if (vm.count("help")) {
-    if (!print) return std::nullopt;
-    po::options_description all(prog + " [--key value]...: " + workload.summary);
-    all.add(d.general).add(d.study).add(d.search).add(d.speed).add(run_help.description()).add(model_help);
-    std::cout << all << "\nDefinitions and formulas: docs/engine.md; studies: docs/studies.md\n";
-    return std::nullopt;
-  }
-  po::notify(vm);
-  g.expect_given = vm.count("expect_accuracy") > 0;
-  g.threads_given = !vm["threads"].defaulted();
-  g.parallel_given = !vm["parallel"].defaulted();
-  g.device_given = !vm["device"].defaulted();
-  check(g);
+  return cli_args;
+}
 
-  // Study file first, then the command line on top.
-  std::vector<std::string> study_keys = keys;
-  for (const char* k : {"name", "seeds", "exclude", "workload", kGlobalBatch}) study_keys.push_back(k);
-  for (const auto& k : search_keys()) study_keys.push_back(k);
-  RawValues values;
-  if (!g.study_file.empty()) {
-    g.study_file = find_study_file(g.study_file);
-    values = read_study_file(g.study_file, study_keys, &r.study_text, workload.name);
-  }
-  if (!g.reproduce.empty()) {
-    if (!g.study_file.empty()) throw UsageError("--reproduce takes the run's config from its file: drop --study");
-    for (const auto& k : study_keys) {
-      if (vm.count(k)) {
-        throw UsageError("--reproduce takes every run key from the run file: drop --" + k +
-                         " (a changed run is not a reproduction; to vary it, run a study)");
-      }
-    }
-    r.stored = read_stored_run(g.reproduce, workload.name, keys);
-    if (!g.device_given) g.device = reference_device(g.reproduce, r.stored);
-    values = r.stored.values;
-    values.emplace_back("name", "reproduce-" + r.stored.run_id);
-    r.study_text = r.stored.study_text;
-    g.force = true;  // train it again even if an earlier reproduction is there
-  }
-  for (const auto& k : study_keys) {
-    if (!vm.count(k)) continue;
-    const std::string v = vm[k].as<std::string>();
-    auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
-    if (it != values.end()) {
-      it->second = v;
-    } else {
-      values.emplace_back(k, v);
-    }
-  }
+// The request's axes, search trials, exclude rules and swept keys, from the
+// study's values (study file, then command line); takes the study keys out of `values`.
+void set_axes(Request& r, RawValues& values, const Workload& workload) {
+  const std::vector<std::string>& keys = r.keys;
   auto take = [&](const std::string& k) {
     std::string v;
     auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
@@ -354,6 +277,107 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
   std::vector<std::string> rule_keys = keys;
   rule_keys.push_back(kGlobalBatch);
   r.rules = parse_exclude(exclude, rule_keys);
+}
+
+// --version: the build, its commit and what is built in.
+void print_version(const std::string& prog) {
+  const BuildInfo b = build_info();
+  std::printf("%s dpstudy %s commit %s changes %s libtorch %s mpi %s cuda %s\n", prog.c_str(), b.version.c_str(),
+              b.git_commit.c_str(), b.git_changes.c_str(), torch_version().c_str(), b.with_mpi ? "on" : "off",
+              b.with_cuda ? "on" : "off");
+}
+
+}  // namespace
+
+std::optional<Request> read_request(int argc, char** argv, const Workload& workload, bool print) {
+  const std::string prog = "dpstudy-" + workload.name;
+  Request r;
+  JobOptions& g = r.options;
+  Descriptions d;
+  describe(d, g);
+  RunOptions run_help(workload.defaults);
+  po::options_description model_help("Model");
+  if (workload.model_options) workload.model_options(model_help);
+
+  // Every run and model key, as text: a study gives lists, resolved per run by plan_runs.
+  for (const po::options_description* o : Sections{&run_help.description(), &model_help}) {
+    for (const auto& opt : o->options()) r.keys.push_back(opt->long_name());
+  }
+  const std::vector<std::string>& keys = r.keys;
+  po::options_description raw;
+  for (const auto& k : keys) raw.add_options()(k.c_str(), po::value<std::string>());
+  po::options_description cli;
+  cli.add(d.general).add(d.study).add(d.search).add(d.speed).add(raw);
+  std::map<std::string, std::string> sectioned;  // key -> as given: "workers" -> "--sweep.workers"
+  const std::vector<std::string> cli_args = command_line_args(argc, argv, &g.benchmark_flags, &sectioned);
+  po::variables_map vm;
+  try {
+    store_options(po::command_line_parser(cli_args).options(cli).run(), vm);
+  } catch (const po::unknown_option& e) {
+    std::vector<std::string> all = keys;
+    for (const po::options_description* o : Sections{&d.general, &d.study, &d.search, &d.speed}) {
+      for (const auto& opt : o->options()) all.push_back(opt->long_name());
+    }
+    std::string bad = e.get_option_name();
+    while (!bad.empty() && bad[0] == '-') bad.erase(0, 1);
+    const auto given = sectioned.find(bad);
+    throw UsageError("unrecognised option '" + (given == sectioned.end() ? "--" + bad : given->second) + "'" +
+                     did_you_mean(bad, all, "--", ""));
+  }
+  if (vm.count("version")) {
+    if (!print) return std::nullopt;
+    print_version(prog);
+    return std::nullopt;
+  }
+  if (vm.count("help")) {
+    if (!print) return std::nullopt;
+    po::options_description all(prog + " [--key value]...: " + workload.summary);
+    all.add(d.general).add(d.study).add(d.search).add(d.speed).add(run_help.description()).add(model_help);
+    std::cout << all << "\nDefinitions and formulas: docs/engine.md; studies: docs/studies.md\n";
+    return std::nullopt;
+  }
+  po::notify(vm);
+  g.expect_given = vm.count("expect_accuracy") > 0;
+  g.threads_given = !vm["threads"].defaulted();
+  g.parallel_given = !vm["parallel"].defaulted();
+  g.device_given = !vm["device"].defaulted();
+  check(g);
+
+  // Study file first, then the command line on top.
+  std::vector<std::string> study_keys = keys;
+  for (const char* k : {"name", "seeds", "exclude", "workload", kGlobalBatch}) study_keys.push_back(k);
+  for (const auto& k : search_keys()) study_keys.push_back(k);
+  RawValues values;
+  if (!g.study_file.empty()) {
+    g.study_file = find_study_file(g.study_file);
+    values = read_study_file(g.study_file, study_keys, &r.study_text, workload.name);
+  }
+  if (!g.reproduce.empty()) {
+    if (!g.study_file.empty()) throw UsageError("--reproduce takes the run's config from its file: drop --study");
+    for (const auto& k : study_keys) {
+      if (vm.count(k)) {
+        throw UsageError("--reproduce takes every run key from the run file: drop --" + k +
+                         " (a changed run is not a reproduction; to vary it, run a study)");
+      }
+    }
+    r.stored = read_stored_run(g.reproduce, workload.name, keys);
+    if (!g.device_given) g.device = reference_device(g.reproduce, r.stored);
+    values = r.stored.values;
+    values.emplace_back("name", "reproduce-" + r.stored.run_id);
+    r.study_text = r.stored.study_text;
+    g.force = true;  // train it again even if an earlier reproduction is there
+  }
+  for (const auto& k : study_keys) {
+    if (!vm.count(k)) continue;
+    const std::string v = vm[k].as<std::string>();
+    auto it = std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == k; });
+    if (it != values.end()) {
+      it->second = v;
+    } else {
+      values.emplace_back(k, v);
+    }
+  }
+  set_axes(r, values, workload);
   // A reproduction is a study of one run: its file is written and compared with the reference.
   r.study_mode = !g.study_file.empty() || vm.count("output") || !r.swept.empty() || g.dry_run || g.rebuild_index ||
                  !g.reproduce.empty();
