@@ -330,6 +330,86 @@ std::vector<double> series(const Run& run, const std::string& name, bool train) 
   return series_in(f.root().open_group(what), name, what, run.file);
 }
 
+namespace {
+
+// SERIES@last=K, SERIES@synced_last=K: the mean of each run's last K evaluations.
+std::vector<double> mean_of_last(const std::vector<const Run*>& runs, const std::string& metric,
+                                 const std::string& name, const std::string& axis, const std::string& count,
+                                 double where) {
+  std::vector<double> out;
+  // The mean of the last K evaluations (those with a value): a final figure
+  // less sensitive to where in an oscillation the run ended. synced_last:
+  // only evaluations of the model every worker held (eval/synced, eval_at_sync).
+  if (where < 1 || where != std::floor(where)) {
+    throw UsageError("metric '" + metric + "': '" + count + "' is not a count of evaluations >= 1");
+  }
+  for (const Run* run : runs) {
+    const h5::File f = h5::File::open_read(run->file);  // once per run: a study may have thousands
+    const h5::Group eval = f.root().open_group("eval");
+    std::vector<double> y = series_in(eval, name, "eval", run->file);
+    if (axis == "synced_last") {
+      if (!eval.has("synced")) {
+        throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") +
+                         " has no eval/synced series (made by a dpstudy before eval_at_sync)");
+      }
+      const std::vector<double> synced = series_in(eval, "synced", "eval", run->file);
+      std::vector<double> kept;
+      for (std::size_t i = 0; i < y.size() && i < synced.size(); ++i) {
+        if (synced[i] != 0) kept.push_back(y[i]);
+      }
+      y = std::move(kept);
+    }
+    y = finite(std::move(y));
+    const std::size_t k = std::min(y.size(), std::size_t(where));
+    double sum = 0;
+    for (std::size_t i = y.size() - k; i < y.size(); ++i) sum += y[i];
+    out.push_back(k == 0 ? std::nan("") : sum / double(k));
+  }
+  return out;
+}
+
+// SERIES@step=N, SERIES@epoch=E: each run's value at that evaluation.
+std::vector<double> value_at(const std::vector<const Run*>& runs, const std::string& metric, const std::string& name,
+                             const std::string& axis, double where) {
+  std::vector<double> out;
+  for (const Run* run : runs) {
+    const std::vector<double> x = series(*run, axis);
+    const std::vector<double> y = series(*run, name);
+    double v = std::nan("");
+    bool evaluated = false;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (std::fabs(x[i] - where) < 1e-9) {
+        v = y[i];
+        evaluated = true;
+      }
+    }
+    if (std::isnan(v)) {
+      const std::string spot = axis + " " + format_number(where);
+      if (evaluated) {
+        const bool none = std::none_of(y.begin(), y.end(), [](double e) { return std::isfinite(e); });
+        std::string why = none ? " at any evaluation" : " at " + spot;
+        if (none && name.rfind("val_", 0) == 0) why += " (it was trained without a validation split)";
+        if (!none && name.rfind("test_", 0) == 0) why += " (the evaluation there skipped the test split: --test_every)";
+        throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") + " has no value of " + name + why);
+      }
+      std::string points;  // where it was evaluated, to pick from: the first few and the last
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        if (i == 4 && x.size() > 6) {
+          points += ", ...";
+          i = x.size() - 2;
+        }
+        points += (points.empty() ? "" : ", ") + format_number(x[i]);
+      }
+      throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") + " has no evaluation at " + spot +
+                       (points.empty() ? " (it has none)" : " (its evaluations are at " + axis + " " + points + ")"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric) {
   std::vector<double> out;
   const auto at = metric.find('@');
@@ -388,71 +468,8 @@ std::vector<double> metric_values(const Runs& r, const std::vector<const Run*>& 
     throw UsageError("metric '" + metric + "': '" + point.substr(eq + 1) + "' is not a number of " +
                      (last ? std::string("evaluations") : axis + "s"));
   }
-  if (last) {
-    // The mean of the last K evaluations (those with a value): a final figure
-    // less sensitive to where in an oscillation the run ended. synced_last:
-    // only evaluations of the model every worker held (eval/synced, eval_at_sync).
-    if (where < 1 || where != std::floor(where)) {
-      throw UsageError("metric '" + metric + "': '" + point.substr(eq + 1) + "' is not a count of evaluations >= 1");
-    }
-    for (const Run* run : runs) {
-      const h5::File f = h5::File::open_read(run->file);  // once per run: a study may have thousands
-      const h5::Group eval = f.root().open_group("eval");
-      std::vector<double> y = series_in(eval, name, "eval", run->file);
-      if (axis == "synced_last") {
-        if (!eval.has("synced")) {
-          throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") +
-                           " has no eval/synced series (made by a dpstudy before eval_at_sync)");
-        }
-        const std::vector<double> synced = series_in(eval, "synced", "eval", run->file);
-        std::vector<double> kept;
-        for (std::size_t i = 0; i < y.size() && i < synced.size(); ++i) {
-          if (synced[i] != 0) kept.push_back(y[i]);
-        }
-        y = std::move(kept);
-      }
-      y = finite(std::move(y));
-      const std::size_t k = std::min(y.size(), std::size_t(where));
-      double sum = 0;
-      for (std::size_t i = y.size() - k; i < y.size(); ++i) sum += y[i];
-      out.push_back(k == 0 ? std::nan("") : sum / double(k));
-    }
-    return out;
-  }
-  for (const Run* run : runs) {
-    const std::vector<double> x = series(*run, axis);
-    const std::vector<double> y = series(*run, name);
-    double v = std::nan("");
-    bool evaluated = false;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      if (std::fabs(x[i] - where) < 1e-9) {
-        v = y[i];
-        evaluated = true;
-      }
-    }
-    if (std::isnan(v)) {
-      const std::string spot = axis + " " + format_number(where);
-      if (evaluated) {
-        const bool none = std::none_of(y.begin(), y.end(), [](double e) { return std::isfinite(e); });
-        std::string why = none ? " at any evaluation" : " at " + spot;
-        if (none && name.rfind("val_", 0) == 0) why += " (it was trained without a validation split)";
-        if (!none && name.rfind("test_", 0) == 0) why += " (the evaluation there skipped the test split: --test_every)";
-        throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") + " has no value of " + name + why);
-      }
-      std::string points;  // where it was evaluated, to pick from: the first few and the last
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        if (i == 4 && x.size() > 6) {
-          points += ", ...";
-          i = x.size() - 2;
-        }
-        points += (points.empty() ? "" : ", ") + format_number(x[i]);
-      }
-      throw UsageError("metric '" + metric + "': run " + run->texts.at("run_id") + " has no evaluation at " + spot +
-                       (points.empty() ? " (it has none)" : " (its evaluations are at " + axis + " " + points + ")"));
-    }
-    out.push_back(v);
-  }
-  return out;
+  if (last) return mean_of_last(runs, metric, name, axis, point.substr(eq + 1), where);
+  return value_at(runs, metric, name, axis, where);
 }
 
 std::string metric_unit(const Runs& r, const std::string& metric) {

@@ -43,21 +43,19 @@ std::vector<std::string> scaling_lines(const SpeedPoints& p) {
 
 }  // namespace
 
-std::vector<std::string> plot_scaling(const Options& o) {
-  if (o.output.empty()) throw UsageError("plot needs --output FILE.png or FILE.svg");
-  const std::string term = terminal_for(o.output);
-  if (std::find(o.by.begin(), o.by.end(), "workers") != o.by.end()) {
-    throw ConfigError("by", join(o.by, ","), "names workers, the x axis of plot --kind scaling: --by names the keys "
-                                             "whose values each get a line (e.g. batch_size, sync_period)");
-  }
-  struct Line {
-    std::string name;
-    std::map<double, std::pair<double, double>> at;  // workers -> samples/s, its sd over repetitions (or NaN)
-  };
+namespace {
+
+// One line of the figure: a table's points of one value of the --by keys.
+struct Line {
+  std::string name;
+  std::map<double, std::pair<double, double>> at;  // workers -> samples/s, its sd over repetitions (or NaN)
+};
+
+// The lines of every table read, with a note per table (weak or strong
+// scaling) and the worker counts measured, for the tics.
+std::vector<Line> scaling_lines_of(const Options& o, std::vector<std::string>* notes,
+                                   std::map<double, std::string>* levels) {
   std::vector<Line> lines;
-  std::vector<std::string> notes;  // per table: weak or strong scaling
-  std::map<double, std::string> levels;
-  bool cut = false;
   for (const std::string& dir : o.dirs) {
     const SpeedPoints p = speed_points(dir, o.where);
     for (const std::string& k : o.by) {
@@ -73,9 +71,9 @@ std::vector<std::string> plot_scaling(const Options& o) {
     // Which batch a line holds: the global one (strong scaling) or each worker's (weak).
     const auto has = [&keys](const std::string& k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); };
     if (has(kGlobalBatch) || (!has("batch_size") && distinct(p, "batch_size") > 1 && distinct(p, kGlobalBatch) == 1)) {
-      notes.push_back(whose + "the global batch (workers x batch_size) held along a line: strong scaling");
+      notes->push_back(whose + "the global batch (workers x batch_size) held along a line: strong scaling");
     } else if (has("batch_size") || distinct(p, "batch_size") == 1) {
-      notes.push_back(whose + "each worker's batch held along a line: weak scaling");
+      notes->push_back(whose + "each worker's batch held along a line: weak scaling");
     }
     std::map<std::vector<std::string>, std::size_t> line_of;
     std::map<std::pair<std::size_t, double>, std::size_t> row_at;  // a line's point at a worker count
@@ -110,10 +108,27 @@ std::vector<std::string> plot_scaling(const Options& o) {
                          p.s.columns.at(differ[0])[at->second]);
       }
       if (!(rate > 0)) continue;  // a log axis has no place for it (no measurement)
-      levels.emplace(workers, p.s.columns.at("workers")[i]);
+      levels->emplace(workers, p.s.columns.at("workers")[i]);
       lines[it->second].at[workers] = {rate, p.spread(i)};
     }
   }
+  return lines;
+}
+
+}  // namespace
+
+std::vector<std::string> plot_scaling(const Options& o) {
+  if (o.output.empty()) throw UsageError("plot needs --output FILE.png or FILE.svg");
+  const std::string term = terminal_for(o.output);
+  if (std::find(o.by.begin(), o.by.end(), "workers") != o.by.end()) {
+    throw ConfigError("by", join(o.by, ","),
+                      "names workers, the x axis of plot --kind scaling: --by names the keys "
+                      "whose values each get a line (e.g. batch_size, sync_period)");
+  }
+  std::vector<std::string> notes;  // per table: weak or strong scaling
+  std::map<double, std::string> levels;
+  bool cut = false;
+  std::vector<Line> lines = scaling_lines_of(o, &notes, &levels);
   std::ostringstream data, script;
   std::vector<std::string> plots;
   bool bars = false;  // repetitions were made for some point: bars for all
