@@ -158,6 +158,134 @@ void check_baseline(const Runs& r, const Options& o) {
   throw ConfigError("baseline", o.baseline, "is not a level of " + o.factor + "; its levels: " + levels);
 }
 
+namespace {
+
+// One family's omnibus tests across the factor's levels (`values` per level;
+// `times` for the log-rank test of a time to a goal; `never`: levels none of
+// whose runs reached it).
+void add_omnibus(Table& omni, const std::string& fam, const std::vector<std::vector<double>>& values,
+                 const std::vector<stats::Censored>& times, const std::vector<std::string>& never, const Options& o,
+                 bool goal) {
+  const std::size_t levels = values.size();
+  if (levels >= 2) {
+    for (const auto& [name, fn] :
+         std::vector<std::pair<std::string, stats::Test (*)(const std::vector<std::vector<double>>&)>>{
+             {"one-way ANOVA", stats::anova},
+             {"Welch ANOVA", stats::welch_anova},
+             {"Kruskal-Wallis", stats::kruskal}}) {
+      if (!never.empty()) {
+        omni.rows.push_back({fam, name, "-", "-", "-", "-", "-"});
+        continue;
+      }
+      try {
+        const stats::Test t = fn(values);
+        omni.rows.push_back({fam, name, num(t.statistic), num(t.df), std::isnan(t.df2) ? "-" : num(t.df2), pval(t.p),
+                             stats::significance(t.p)});
+      } catch (const UsageError& e) {
+        omni.rows.push_back({fam, name, "-", "-", "-", "-", "-"});
+        omni.notes.push_back(fam + ", " + name + ": " + e.what());
+      }
+    }
+    if (goal) {
+      try {
+        const stats::Test t = stats::logrank(times);
+        omni.rows.push_back({fam, "log-rank", num(t.statistic), num(t.df), "-", pval(t.p), stats::significance(t.p)});
+      } catch (const UsageError& e) {
+        omni.rows.push_back({fam, "log-rank", "-", "-", "-", "-", "-"});
+        omni.notes.push_back(fam + ", log-rank: " + e.what());
+      }
+    }
+  } else {
+    omni.notes.push_back(fam + ": fewer than 2 levels of " + o.factor + " with completed runs");
+  }
+}
+
+// One family's pairwise comparisons, Holm-adjusted within the family.
+void add_pairwise(Table& pw, const std::string& fam, const Runs& fr, const std::vector<Group>& levels,
+                  const std::vector<std::vector<double>>& values, const std::vector<stats::Censored>& times,
+                  const Options& o, bool goal, bool tost) {
+  const std::vector<Pair> pairs = pairs_of(levels, o.baseline, pw.notes, fam);
+  std::vector<double> welch, mwu, pt, wx, eq, lr;
+  std::vector<std::string> eq_ci;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::size_t> npairs;
+  for (const Pair& p : pairs) {
+    const auto& a = values[p.a];
+    const auto& b = values[p.b];
+    const std::string what = fam + ", " + levels[p.a].key_values[0] + " vs " + levels[p.b].key_values[0];
+    welch.push_back(p_or_nan([&] { return stats::welch_t(b, a); }, pw.notes, what + ", Welch"));
+    if (goal) {
+      lr.push_back(p_or_nan([&] { return stats::logrank({times[p.a], times[p.b]}); }, pw.notes, what + ", log-rank"));
+    }
+    mwu.push_back(p_or_nan([&] { return stats::mann_whitney_u(b, a); }, pw.notes, what + ", Mann-Whitney"));
+    // Named, not a structured binding: C++17 lets no lambda capture one (GCC allows it, Clang before 16 not).
+    const Matched matched = paired(fr, levels[p.a], levels[p.b], o.metric);
+    const std::vector<double>& pa = matched.a;
+    const std::vector<double>& pb = matched.b;
+    npairs.push_back(pa.size());
+    if (pa.size() < 2) {
+      const std::vector<std::string>& repeated = matched.repeated_seeds;
+      if (!repeated.empty()) {
+        const bool one = repeated.size() == 1;
+        pw.notes.push_back(what + ": no paired tests: seed" + (one ? " " : "s ") + join(repeated, ", ") +
+                           (one ? " has" : " have") +
+                           " several runs in a level (other keys pooled); a --within or --where on those keys "
+                           "leaves one run per seed");
+      }
+    }
+    pt.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::paired_t(pb, pa); }, pw.notes, what + ", paired t")
+                                : std::nan(""));
+    wx.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::wilcoxon(pb, pa); }, pw.notes, what + ", Wilcoxon")
+                                : std::nan(""));
+    // The difference's own scale (points of accuracy), beside the standardized one; each
+    // interval is for its pair alone (not adjusted for the family's other pairs).
+    std::string ci = "-";
+    try {
+      const stats::DiffInterval d = stats::welch_interval(b, a);
+      ci = "[" + num(d.low) + ", " + num(d.high) + "]";
+    } catch (const UsageError&) {  // fewer than 2 runs in a level: the Welch note says so
+    }
+    std::string g = "-";
+    try {
+      const stats::Effect e = stats::hedges_g(b, a);
+      g = num(e.g, 3) + " [" + num(e.ci_low, 3) + ", " + num(e.ci_high, 3) + "]";
+    } catch (const UsageError&) {
+    }
+    if (tost) {
+      try {
+        const stats::Equivalence e = stats::welch_tost(b, a, o.equivalence, o.alpha);
+        eq.push_back(e.p);
+        eq_ci.push_back("[" + num(e.ci_low) + ", " + num(e.ci_high) + "]");
+      } catch (const UsageError& e) {
+        pw.notes.push_back(what + ", equivalence: " + e.what());
+        eq.push_back(std::nan(""));
+        eq_ci.push_back("-");
+      }
+    }
+    const double diff = (a.empty() || b.empty()) ? std::nan("") : stats::describe(b).mean - stats::describe(a).mean;
+    rows.push_back({fam, levels[p.a].key_values[0], levels[p.b].key_values[0], std::to_string(a.size()),
+                    std::to_string(b.size()), num(diff), ci, g});
+  }
+  const auto hw = stats::holm(welch), hm = stats::holm(mwu), hp = stats::holm(pt), hx = stats::holm(wx);
+  const auto he = stats::holm(eq), hl = stats::holm(lr);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    auto row = rows[i];
+    for (const std::string& cell : {pval(welch[i]), pval(hw[i]), stats::significance(hw[i]), pval(hm[i]),
+                                    std::to_string(npairs[i]), pval(hp[i]), pval(hx[i])}) {
+      row.push_back(cell);
+    }
+    if (goal) row.push_back(pval(hl[i]));
+    if (tost) {
+      row.push_back(eq_ci[i]);
+      row.push_back(pval(he[i]));
+      row.push_back(std::isnan(he[i]) ? "-" : he[i] < o.alpha ? "equivalent" : "not shown");
+    }
+    pw.rows.push_back(row);
+  }
+}
+
+}  // namespace
+
 std::vector<Table> compare(const Runs& r, const Options& o) {
   if (o.factor.empty()) throw UsageError("compare needs --factor KEY");
   require_columns(r, {o.factor}, "--factor");
@@ -210,112 +338,8 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
       omni.notes.push_back(fam + ", one-way ANOVA, Welch ANOVA and Kruskal-Wallis: no run of " + join(never, ", ") +
                            " reached the goal, so they have nothing to compare (the log-rank test counts those runs)");
     }
-    if (levels.size() >= 2) {
-      for (const auto& [name, fn] : std::vector<std::pair<std::string, stats::Test (*)(const std::vector<std::vector<double>>&)>>{
-               {"one-way ANOVA", stats::anova}, {"Welch ANOVA", stats::welch_anova}, {"Kruskal-Wallis", stats::kruskal}}) {
-        if (!never.empty()) {
-          omni.rows.push_back({fam, name, "-", "-", "-", "-", "-"});
-          continue;
-        }
-        try {
-          const stats::Test t = fn(values);
-          omni.rows.push_back({fam, name, num(t.statistic), num(t.df), std::isnan(t.df2) ? "-" : num(t.df2), pval(t.p),
-                               stats::significance(t.p)});
-        } catch (const UsageError& e) {
-          omni.rows.push_back({fam, name, "-", "-", "-", "-", "-"});
-          omni.notes.push_back(fam + ", " + name + ": " + e.what());
-        }
-      }
-      if (goal) {
-        try {
-          const stats::Test t = stats::logrank(times);
-          omni.rows.push_back({fam, "log-rank", num(t.statistic), num(t.df), "-", pval(t.p), stats::significance(t.p)});
-        } catch (const UsageError& e) {
-          omni.rows.push_back({fam, "log-rank", "-", "-", "-", "-", "-"});
-          omni.notes.push_back(fam + ", log-rank: " + e.what());
-        }
-      }
-    } else {
-      omni.notes.push_back(fam + ": fewer than 2 levels of " + o.factor + " with completed runs");
-    }
-    const std::vector<Pair> pairs = pairs_of(levels, o.baseline, pw.notes, fam);
-    std::vector<double> welch, mwu, pt, wx, eq, lr;
-    std::vector<std::string> eq_ci;
-    std::vector<std::vector<std::string>> rows;
-    std::vector<std::size_t> npairs;
-    for (const Pair& p : pairs) {
-      const auto& a = values[p.a];
-      const auto& b = values[p.b];
-      const std::string what = fam + ", " + levels[p.a].key_values[0] + " vs " + levels[p.b].key_values[0];
-      welch.push_back(p_or_nan([&] { return stats::welch_t(b, a); }, pw.notes, what + ", Welch"));
-      if (goal) {
-        lr.push_back(p_or_nan([&] { return stats::logrank({times[p.a], times[p.b]}); }, pw.notes, what + ", log-rank"));
-      }
-      mwu.push_back(p_or_nan([&] { return stats::mann_whitney_u(b, a); }, pw.notes, what + ", Mann-Whitney"));
-      // Named, not a structured binding: C++17 lets no lambda capture one (GCC allows it, Clang before 16 not).
-      const Matched matched = paired(fr, levels[p.a], levels[p.b], o.metric);
-      const std::vector<double>& pa = matched.a;
-      const std::vector<double>& pb = matched.b;
-      npairs.push_back(pa.size());
-      if (pa.size() < 2) {
-        const std::vector<std::string>& repeated = matched.repeated_seeds;
-        if (!repeated.empty()) {
-          const bool one = repeated.size() == 1;
-          pw.notes.push_back(what + ": no paired tests: seed" + (one ? " " : "s ") + join(repeated, ", ") +
-                             (one ? " has" : " have") +
-                             " several runs in a level (other keys pooled); a --within or --where on those keys "
-                             "leaves one run per seed");
-        }
-      }
-      pt.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::paired_t(pb, pa); }, pw.notes, what + ", paired t")
-                                  : std::nan(""));
-      wx.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::wilcoxon(pb, pa); }, pw.notes, what + ", Wilcoxon")
-                                  : std::nan(""));
-      // The difference's own scale (points of accuracy), beside the standardized one; each
-      // interval is for its pair alone (not adjusted for the family's other pairs).
-      std::string ci = "-";
-      try {
-        const stats::DiffInterval d = stats::welch_interval(b, a);
-        ci = "[" + num(d.low) + ", " + num(d.high) + "]";
-      } catch (const UsageError&) {  // fewer than 2 runs in a level: the Welch note says so
-      }
-      std::string g = "-";
-      try {
-        const stats::Effect e = stats::hedges_g(b, a);
-        g = num(e.g, 3) + " [" + num(e.ci_low, 3) + ", " + num(e.ci_high, 3) + "]";
-      } catch (const UsageError&) {
-      }
-      if (tost) {
-        try {
-          const stats::Equivalence e = stats::welch_tost(b, a, o.equivalence, o.alpha);
-          eq.push_back(e.p);
-          eq_ci.push_back("[" + num(e.ci_low) + ", " + num(e.ci_high) + "]");
-        } catch (const UsageError& e) {
-          pw.notes.push_back(what + ", equivalence: " + e.what());
-          eq.push_back(std::nan(""));
-          eq_ci.push_back("-");
-        }
-      }
-      const double diff = (a.empty() || b.empty()) ? std::nan("") : stats::describe(b).mean - stats::describe(a).mean;
-      rows.push_back({fam, levels[p.a].key_values[0], levels[p.b].key_values[0], std::to_string(a.size()),
-                      std::to_string(b.size()), num(diff), ci, g});
-    }
-    const auto hw = stats::holm(welch), hm = stats::holm(mwu), hp = stats::holm(pt), hx = stats::holm(wx);
-    const auto he = stats::holm(eq), hl = stats::holm(lr);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      auto row = rows[i];
-      for (const std::string& cell : {pval(welch[i]), pval(hw[i]), stats::significance(hw[i]), pval(hm[i]),
-                                      std::to_string(npairs[i]), pval(hp[i]), pval(hx[i])}) {
-        row.push_back(cell);
-      }
-      if (goal) row.push_back(pval(hl[i]));
-      if (tost) {
-        row.push_back(eq_ci[i]);
-        row.push_back(pval(he[i]));
-        row.push_back(std::isnan(he[i]) ? "-" : he[i] < o.alpha ? "equivalent" : "not shown");
-      }
-      pw.rows.push_back(row);
-    }
+    add_omnibus(omni, fam, values, times, never, o, goal);
+    add_pairwise(pw, fam, fr, levels, values, times, o, goal, tost);
   }
   if (goal) {
     omni.notes.push_back("log-rank (Mantel 1966): every run of a level counts, one that never reached the goal as "
