@@ -22,44 +22,47 @@ namespace dpstudy::analyze {
 // One document for a study: the summary by the --by keys, their factorial
 // ANOVA, the comparisons of --factor, the steps and time to --target, and the
 // figures, each with the command that makes it on its own.
-void report(const Runs& r, const Options& o) {
-  if (o.output.empty()) throw UsageError("report needs --output FOLDER (report.md and its figures go there)");
-  if (o.by.empty() || o.by.size() > 4) {
-    throw UsageError("report needs --by K1[,K2,...]: 1 to 4 keys to group by (the first is its figures' x axis)");
-  }
-  require_columns(r, o.by, "--by");
-  if (!o.factor.empty()) {  // typos end the report before it is begun
-    require_columns(r, {o.factor}, "--factor");
-    check_baseline(r, o);
-  }
-  if (!std::isnan(o.target)) check_target(o);
-  std::error_code ec;
-  fs::create_directories(o.output, ec);
-  // Written beside report.md and renamed over it once whole: a report that fails halfway (an unknown
-  // metric) leaves the previous one, not half of a new one.
-  const std::string path = (fs::path(o.output) / "report.md").string(), partial = path + ".partial";
-  struct RemoveUnlessKept {
-    const std::string& file;
-    bool keep = false;
-    ~RemoveUnlessKept() {
-      if (!keep) std::remove(file.c_str());
-    }
-  } unless_done{partial};
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> md(std::fopen(partial.c_str(), "w"), std::fclose);
-  if (!md) throw ConfigError("output", o.output, "cannot be written (" + partial + ")");
-  std::FILE* out = md.get();
+namespace {
 
-  std::string by = join(o.by, ","), dirs, filters;
-  for (const std::string& d : o.dirs) dirs += (dirs.empty() ? "" : " ") + shell_word(d);
-  for (const std::string& w : o.where) filters += " --where " + shell_word(w);
-  // Each part's command: the folders, the typed options that part reads, then those the report sets for it.
-  const auto command = [&](const std::string& name, const std::string& kind, const std::string& set,
-                           const std::vector<std::string>& skip) {
-    return (name == "plot" ? "plot --kind " + kind + " " : name + " ") + dirs + typed_options(o, name, kind, skip) + set;
-  };
-  const auto section = [&](const std::string& title, const std::string& shown) {
+// What every part of a report shares: the runs, the options, the document,
+// and how each part's command is spelled to run it alone.
+struct ReportParts {
+  const Runs& r;
+  const Options& o;
+  std::FILE* out;
+  std::string by, dirs, filters, families;
+  std::vector<std::string> within;  // the comparisons' families
+  // The folders, the typed options that part reads, then those the report sets for it.
+  std::string command(const std::string& name, const std::string& kind, const std::string& set,
+                      const std::vector<std::string>& skip) const {
+    return (name == "plot" ? "plot --kind " + kind + " " : name + " ") + dirs + typed_options(o, name, kind, skip) +
+           set;
+  }
+  void section(const std::string& title, const std::string& shown) const {
     std::fprintf(out, "## %s\n\n```sh\ndpstudy-analyze %s\n```\n\n", title.c_str(), shown.c_str());
-  };
+  }
+  // Why a part whose command alone refuses these runs (a key of one value compares nothing) has no table.
+  std::string refusal(const std::vector<std::string>& keys, const char* option) const {
+    try {
+      require_levels(r, keys, option);
+      return "";
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+  }
+};
+
+// The throughput tables beside the study, and the --where filters they can take.
+struct Timed {
+  std::vector<std::string> dirs, where;
+  std::string dirs_text;  // " DIR... --where ...", for the commands
+};
+
+// The title, what the runs are and were trained on, and the warnings.
+void write_heading(const ReportParts& p) {
+  const Runs& r = p.r;
+  const Options& o = p.o;
+  std::FILE* out = p.out;
   std::set<std::string> studies;
   std::map<std::string, int> status, data;  // data: "dataset (data_digest D" -> runs
   for (const Run& run : r.runs) {
@@ -75,45 +78,44 @@ void report(const Runs& r, const Options& o) {
   }
   std::fprintf(out, "# %s\n\n%zu runs (%s) from %s%s. Metric: %s. Data: %s. Made by dpstudy-analyze report.\n\n",
                join(std::vector<std::string>(studies.begin(), studies.end()), ", ").c_str(), r.runs.size(),
-               counts.c_str(), dirs.c_str(), filters.empty() ? "" : (", runs kept by" + filters).c_str(),
+               counts.c_str(), p.dirs.c_str(), p.filters.empty() ? "" : (", runs kept by" + p.filters).c_str(),
                o.metric.c_str(), trained_on.c_str());
   for (const std::string& w : r.warnings) std::fprintf(out, "**Warning**: %s.\n\n", w.c_str());
+}
 
-  // A part whose command alone refuses these runs (a key of one value compares nothing) says so.
-  const auto refusal = [&](const std::vector<std::string>& keys, const char* option) -> std::string {
-    try {
-      require_levels(r, keys, option);
-      return "";
-    } catch (const UsageError& e) {
-      return e.what();
-    }
-  };
-  section("Summary", command("summary", "", " --by " + by, {"by"}));
+// The summary by the --by keys and, for two or more, their factorial ANOVA.
+void write_summary(const ReportParts& p) {
+  const Runs& r = p.r;
+  const Options& o = p.o;
+  std::FILE* out = p.out;
+  const std::string& by = p.by;
+  p.section("Summary", p.command("summary", "", " --by " + by, {"by"}));
   print(summary(r, o), Format::markdown, out);
   if (o.by.size() >= 2) {
     Options a = o;
     a.factors = o.by;
     a.within.clear();  // the report's --within is for the comparisons; every --by key is a factor here
-    section("Factorial ANOVA", command("anova", "", " --factors " + by, {"within"}));
-    if (const std::string why = refusal(o.by, "--factors"); !why.empty()) {
+    p.section("Factorial ANOVA", p.command("anova", "", " --factors " + by, {"within"}));
+    if (const std::string why = p.refusal(o.by, "--factors"); !why.empty()) {
       std::fprintf(out, "(no table: %s)\n\n", why.c_str());
     } else {
       print(anova(r, a), Format::markdown, out);
     }
   }
-  // The comparisons' families: each combination of --within, or of the other --by keys.
-  std::vector<std::string> within = o.within;
-  if (within.empty()) {
-    for (const std::string& k : o.by) {
-      if (k != o.factor) within.push_back(k);
-    }
-  }
-  const std::string families = " --factor " + o.factor + (within.empty() ? "" : " --within " + join(within, ","));
+}
+
+// The comparisons of --factor and their power.
+void write_comparisons(const ReportParts& p) {
+  const Runs& r = p.r;
+  const Options& o = p.o;
+  std::FILE* out = p.out;
+  const std::vector<std::string>& within = p.within;
+  const std::string& families = p.families;
   if (!o.factor.empty()) {
     Options c = o;
     c.within = within;
-    section("Comparisons of " + o.factor, command("compare", "", families, {"factor", "within"}));
-    if (const std::string why = refusal({o.factor}, "--factor"); !why.empty()) {
+    p.section("Comparisons of " + o.factor, p.command("compare", "", families, {"factor", "within"}));
+    if (const std::string why = p.refusal({o.factor}, "--factor"); !why.empty()) {
       std::fprintf(out, "(no table: %s)\n\n", why.c_str());
     } else {
       print(compare(r, c), Format::markdown, out);
@@ -121,18 +123,28 @@ void report(const Runs& r, const Options& o) {
       // --hazard_ratio is the log-rank test's: of this metric only if it is a time to a goal.
       const bool goal = is_goal_metric(o.metric);
       if (!goal) c.hazard_ratio = 0;
-      section("Power of the comparisons of " + o.factor,
-              command("power", "", families,
-                      goal ? std::vector<std::string>{"factor", "within"}
-                           : std::vector<std::string>{"factor", "within", "hazard_ratio"}));
+      p.section("Power of the comparisons of " + o.factor,
+                p.command("power", "", families,
+                          goal ? std::vector<std::string>{"factor", "within"}
+                               : std::vector<std::string>{"factor", "within", "hazard_ratio"}));
       print(power(r, c), Format::markdown, out);
     }
   }
+}
+
+// The steps and time to --target: of the runs that got there, then of every run.
+void write_target(const ReportParts& p) {
+  const Runs& r = p.r;
+  const Options& o = p.o;
+  std::FILE* out = p.out;
+  const std::string& by = p.by;
+  const std::vector<std::string>& within = p.within;
+  const std::string& families = p.families;
   // How soon each group gets there: the other half of a study's question.
   if (!std::isnan(o.target)) {
     const bool loss = o.series.find("loss") != std::string::npos;
     const std::string goal = o.series + (loss ? " <= " : " >= ") + num(o.target);
-    section("Steps and time to " + goal, command("steps-to-result", "", " --by " + by, {"by"}));
+    p.section("Steps and time to " + goal, p.command("steps-to-result", "", " --by " + by, {"by"}));
     print(steps_to_result(r, o), Format::markdown, out);
     // The same steps with every run counted: the Kaplan-Meier median, and the
     // log-rank test of --factor (the table above is of the runs that got there).
@@ -146,27 +158,33 @@ void report(const Runs& r, const Options& o) {
       Options g = o;
       g.metric = o.series + (seconds ? "@reach_time=" : "@reach=") + target;
       const std::string metric = " --metric " + shell_word(g.metric), what = seconds ? "time to " : "steps to ";
-      section((seconds ? "Time to " : "Steps to ") + goal + ", every run counted",
-              command("summary", "", " --by " + by + metric, {"by", "metric"}));
+      p.section((seconds ? "Time to " : "Steps to ") + goal + ", every run counted",
+                p.command("summary", "", " --by " + by + metric, {"by", "metric"}));
       print(summary(r, g), Format::markdown, out);
-      if (o.factor.empty() || !refusal({o.factor}, "--factor").empty()) continue;
+      if (o.factor.empty() || !p.refusal({o.factor}, "--factor").empty()) continue;
       Options c = g;
       c.within = within;
       c.equivalence = 0;  // its margin is in the unit of --metric, not in steps or seconds
       c.alpha = Options{}.alpha;  // the report's --alpha is the equivalence test's
-      section("Comparisons of " + o.factor + ": " + what + goal,
-              command("compare", "", families + metric, {"factor", "within", "metric", "equivalence", "alpha"}));
+      p.section("Comparisons of " + o.factor + ": " + what + goal,
+                p.command("compare", "", families + metric, {"factor", "within", "metric", "equivalence", "alpha"}));
       print(compare(r, c), Format::markdown, out);
       // The power of the same design in seconds is that in steps: one table.
       if (seconds) continue;
-      section("Power of the comparisons of " + o.factor + ": " + what + goal,
-              command("power", "", families + metric, {"factor", "within", "metric", "equivalence", "alpha"}));
+      p.section("Power of the comparisons of " + o.factor + ": " + what + goal,
+                p.command("power", "", families + metric, {"factor", "within", "metric", "equivalence", "alpha"}));
       print(power(r, c), Format::markdown, out);
     }
   }
-  // The speed of the same sweep, where --mode throughput measured it into these folders too.
-  const std::vector<std::string> timed = with_speed_table(o.dirs);
-  std::string timed_dirs;
+}
+
+// The speed of the same sweep, where --mode throughput measured it into these folders too.
+Timed write_throughput(const ReportParts& p) {
+  const Options& o = p.o;
+  std::FILE* out = p.out;
+  Timed t;
+  const std::vector<std::string>& timed = t.dirs = with_speed_table(o.dirs);
+  std::string& timed_dirs = t.dirs_text;
   for (const std::string& d : timed) timed_dirs += " " + shell_word(d);
   // The filters on keys a table has (workers=4 slices it too; overlap=0 names no point's key).
   std::vector<std::set<std::string>> columns(timed.size());
@@ -178,7 +196,8 @@ void report(const Runs& r, const Options& o) {
     } catch (const std::exception&) {  // a damaged table: the section below says why it has none
     }
   }
-  std::vector<std::string> timed_where, untimed_where;
+  std::vector<std::string>& timed_where = t.where;
+  std::vector<std::string> untimed_where;
   for (const std::string& w : o.where) {
     const std::string key = parse_comparison(w, "where", w).key;
     const bool everywhere = std::all_of(columns.begin(), columns.end(),
@@ -187,20 +206,31 @@ void report(const Runs& r, const Options& o) {
   }
   for (const std::string& w : timed_where) timed_dirs += " --where " + shell_word(w);
   if (!timed.empty()) {
-    Options t = o;
-    t.dirs = timed;
-    t.where = timed_where;
-    section("Throughput", "throughput" + timed_dirs);
+    Options speed = o;
+    speed.dirs = timed;
+    speed.where = timed_where;
+    p.section("Throughput", "throughput" + timed_dirs);
     if (!untimed_where.empty()) {
       std::fprintf(out, "(--where %s left out here: the throughput table has no such column)\n\n",
                    join(untimed_where, ", --where ").c_str());
     }
     try {
-      print(throughput(t), Format::markdown, out);
+      print(throughput(speed), Format::markdown, out);
     } catch (const std::exception& e) {
       std::fprintf(out, "(no table: %s)\n\n", e.what());
     }
   }
+  return t;
+}
+
+// The figures, each with its command.
+void write_figures(const ReportParts& p, const Timed& speed) {
+  const Runs& r = p.r;
+  const Options& o = p.o;
+  std::FILE* out = p.out;
+  const std::vector<std::string>& timed = speed.dirs;
+  const std::vector<std::string>& timed_where = speed.where;
+  const std::string& timed_dirs = speed.dirs_text;
   std::fprintf(out, "## Figures\n\n");
   const auto figure = [&](const std::string& kind, const std::vector<std::string>& keys, const std::string& file) {
     Options f = o;
@@ -215,7 +245,7 @@ void report(const Runs& r, const Options& o) {
                     f.typed.end());
     }
     std::fprintf(out, "```sh\ndpstudy-analyze %s\n```\n\n",
-                 command("plot", kind, " --by " + join(keys, ",") + " --output " + file, skip).c_str());
+                 p.command("plot", kind, " --by " + join(keys, ",") + " --output " + file, skip).c_str());
     try {
       const std::string note = plot(r, f);
       std::fprintf(out, "![%s by %s](%s)\n\n", kind.c_str(), join(keys, ", ").c_str(), file.c_str());
@@ -258,6 +288,55 @@ void report(const Runs& r, const Options& o) {
       std::fprintf(out, "(no figure: %s)\n\n", e.what());
     }
   }
+}
+
+}  // namespace
+
+void report(const Runs& r, const Options& o) {
+  if (o.output.empty()) throw UsageError("report needs --output FOLDER (report.md and its figures go there)");
+  if (o.by.empty() || o.by.size() > 4) {
+    throw UsageError("report needs --by K1[,K2,...]: 1 to 4 keys to group by (the first is its figures' x axis)");
+  }
+  require_columns(r, o.by, "--by");
+  if (!o.factor.empty()) {  // typos end the report before it is begun
+    require_columns(r, {o.factor}, "--factor");
+    check_baseline(r, o);
+  }
+  if (!std::isnan(o.target)) check_target(o);
+  std::error_code ec;
+  fs::create_directories(o.output, ec);
+  // Written beside report.md and renamed over it once whole: a report that fails halfway (an unknown
+  // metric) leaves the previous one, not half of a new one.
+  const std::string path = (fs::path(o.output) / "report.md").string(), partial = path + ".partial";
+  struct RemoveUnlessKept {
+    const std::string& file;
+    bool keep = false;
+    ~RemoveUnlessKept() {
+      if (!keep) std::remove(file.c_str());
+    }
+  } unless_done{partial};
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> md(std::fopen(partial.c_str(), "w"), std::fclose);
+  if (!md) throw ConfigError("output", o.output, "cannot be written (" + partial + ")");
+  std::FILE* out = md.get();
+
+  ReportParts p{r, o, out, join(o.by, ","), "", "", "", {}};
+  for (const std::string& d : o.dirs) p.dirs += (p.dirs.empty() ? "" : " ") + shell_word(d);
+  for (const std::string& w : o.where) p.filters += " --where " + shell_word(w);
+  // The comparisons' families: each combination of --within, or of the other --by keys.
+  std::vector<std::string>& within = p.within;
+  within = o.within;
+  if (within.empty()) {
+    for (const std::string& k : o.by) {
+      if (k != o.factor) within.push_back(k);
+    }
+  }
+  p.families = " --factor " + o.factor + (within.empty() ? "" : " --within " + join(within, ","));
+  write_heading(p);
+  write_summary(p);
+  write_comparisons(p);
+  write_target(p);
+  const Timed timed = write_throughput(p);
+  write_figures(p, timed);
   const bool written = std::fflush(out) == 0 && !std::ferror(out);
   if (std::fclose(md.release()) != 0 || !written || std::rename(partial.c_str(), path.c_str()) != 0) {
     throw ConfigError("output", o.output, "cannot be written (" + path + ")");
@@ -267,7 +346,7 @@ void report(const Runs& r, const Options& o) {
   // A figure of an earlier report that this one has not (no --target, no throughput table now)
   // would sit beside report.md as if it were current.
   for (const auto& [file, made] : {std::pair<const char*, bool>{"reach.png", !std::isnan(o.target)},
-                                   std::pair<const char*, bool>{"scaling.png", !timed.empty()}}) {
+                                   std::pair<const char*, bool>{"scaling.png", !timed.dirs.empty()}}) {
     const fs::path stale = fs::path(o.output) / file;
     if (!made && fs::remove(stale, ec)) std::printf("removed %s (an earlier report's)\n", stale.string().c_str());
   }
