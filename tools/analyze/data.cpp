@@ -591,14 +591,12 @@ void warn_of_assignment_schemes(Runs& r) {
       ++newer;
       continue;
     }
-    const auto number = [&](const char* k) { return run.numbers.count(k) ? run.numbers.at(k) : 0.0; };
-    const bool groups = run.text("shard_owner") == std::optional<std::string>("group");
-    const double owners =
-        groups && number("group_size") > 0 ? number("workers") / number("group_size") : number("workers");
-    if (run.text("granularity") == std::optional<std::string>("coarse") &&
-        run.text("overlap_mode") == std::optional<std::string>("pool") && number("overlap") > 0 && owners > 1) {
-      ++old_changed;
+    // The engine's own test of whether scheme 2 drew other shards for these keys.
+    KeyValues config;
+    for (const char* k : {"granularity", "overlap_mode", "overlap", "workers", "group_size", "shard_owner"}) {
+      if (const auto v = run.text(k)) config.emplace_back(k, *v);
     }
+    if (pool_drawn_anew(config)) ++old_changed;
   }
   if (old_changed == 0) return;
   r.warnings.push_back(std::to_string(old_changed) + " run(s) are of assignment scheme 1: their coarse pool was the " +
@@ -606,7 +604,7 @@ void warn_of_assignment_schemes(Runs& r) {
                        "sample" +
                        (newer > 0 ? "; they are read beside " + std::to_string(newer) + " run(s) of scheme 2" : "") +
                        ". Keep them apart (--by assignment_scheme, --where assignment_scheme=2) or train them again "
-                       "(CHANGELOG.md, 0.2.0)");
+                       "(CHANGELOG.md)");
 }
 
 }  // namespace dpstudy::analyze
