@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <string>
@@ -107,12 +108,16 @@ std::vector<std::vector<std::int64_t>> coarse_with_pool(std::int64_t n, const st
   for (std::int64_t i = 0; i < shared; ++i) {  // partial Fisher-Yates: a draw without replacement
     std::swap(index[std::size_t(i)], index[std::size_t(i) + rng.below(std::uint64_t(n - i))]);
   }
-  std::vector<char> in_pool(static_cast<std::size_t>(n), 0);
-  for (std::int64_t i = 0; i < shared; ++i) in_pool[std::size_t(index[std::size_t(i)])] = 1;
-  std::vector<std::int64_t> rest;  // indices into the order, in its sequence
+  std::vector<std::int64_t> pool(index.begin(), index.begin() + shared);  // indices into the order, sorted
+  std::sort(pool.begin(), pool.end());
+  std::vector<std::int64_t> rest;  // the others, in the order's sequence
   rest.reserve(std::size_t(n - shared));
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (!in_pool[std::size_t(i)]) rest.push_back(i);
+  for (std::int64_t i = 0, next = 0; i < n; ++i) {
+    if (next < shared && pool[std::size_t(next)] == i) {
+      ++next;
+    } else {
+      rest.push_back(i);
+    }
   }
   const std::int64_t owners = s.owners, left = std::int64_t(rest.size());
   std::vector<Unit> parts;  // runs of `rest`
@@ -124,13 +129,14 @@ std::vector<std::vector<std::int64_t>> coarse_with_pool(std::int64_t n, const st
   std::vector<std::vector<std::int64_t>> shards(static_cast<std::size_t>(owners));
   for (std::int64_t u = 0; u < owners; ++u) {
     const Unit& part = parts[std::size_t(u)];  // may be empty at alpha near 1: the pool feeds it
-    std::vector<char> mine(in_pool);
-    for (std::int64_t i = part.start; i < part.start + part.size; ++i) mine[std::size_t(rest[std::size_t(i)])] = 1;
+    // The pool and the part, both sorted indices into the order, merged into its sequence.
     auto& shard = shards[std::size_t(u)];
     shard.reserve(std::size_t(shared + part.size));
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (mine[std::size_t(i)]) shard.push_back(order[std::size_t(i)]);
-    }
+    std::vector<std::int64_t> merged;
+    merged.reserve(shard.capacity());
+    std::merge(pool.begin(), pool.end(), rest.begin() + part.start, rest.begin() + part.start + part.size,
+               std::back_inserter(merged));
+    for (const std::int64_t i : merged) shard.push_back(order[std::size_t(i)]);
   }
   return shards;
 }
