@@ -3,9 +3,15 @@
 (Debian's python3-scipy) on the same numbers, to a relative 1e-6; the factorial
 ANOVA against statsmodels (python3-statsmodels).
 
-usage: test_stats_vs_scipy.py STATS_CHECK_EXE
+Also `dpstudy-analyze check-stats`, the installed form of this check: its
+reference values must be scipy's and statsmodels' for its data, and the
+command must find the build's statistics agreeing with them.
+
+usage: test_stats_vs_scipy.py STATS_CHECK_EXE DPSTUDY_ANALYZE
 """
+import csv
 import importlib
+import io
 import itertools
 import subprocess
 import sys
@@ -14,7 +20,7 @@ import unittest
 import numpy as np
 from scipy import optimize, stats
 
-EXE = sys.argv[1]
+EXE, ANALYZE = sys.argv[1:3]
 
 
 def holm(p):
@@ -358,6 +364,50 @@ class AgainstScipy(unittest.TestCase):
         self.assertEqual(o[13], 0.0)
         self.assertTrue(all(np.isnan(o[i]) for i in (2, 3, 6, 7)), o)
         print(f"{len(designs)} factorial ANOVAs agree with statsmodels {__import__('statsmodels').__version__}")
+
+    def test_the_installed_check_carries_scipys_values(self):
+        # The data of tools/analyze/check_stats.cpp.
+        a = [0.812, 0.827, 0.791, 0.848, 0.803, 0.819]
+        b = [0.841, 0.862, 0.879, 0.822, 0.868, 0.855]
+        c = [0.781, 0.806, 0.774, 0.818, 0.793, 0.788]
+        oneway = self.statsmodels("statsmodels.stats.oneway")
+        weightstats = self.statsmodels("statsmodels.stats.weightstats")
+        survfunc = self.statsmodels("statsmodels.duration.survfunc")
+        multitest = self.statsmodels("statsmodels.stats.multitest")
+        welch_anova = oneway.anova_oneway([a, b, c], use_var="unequal")
+        chi2, p_logrank = survfunc.survdiff([200, 250, 300, 350, 400, 400, 150, 150, 200, 250, 250, 400],
+                                            [1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0], [0] * 6 + [1] * 6)
+        expected = {
+            ("Welch's t", "t"): stats.ttest_ind(a, b, equal_var=False).statistic,
+            ("Welch's t", "p"): stats.ttest_ind(a, b, equal_var=False).pvalue,
+            ("Mann-Whitney U, exact", "U"): stats.mannwhitneyu(a, b).statistic,
+            ("Mann-Whitney U, exact", "p"): stats.mannwhitneyu(a, b).pvalue,
+            ("paired t", "t"): stats.ttest_rel(a, b).statistic,
+            ("paired t", "p"): stats.ttest_rel(a, b).pvalue,
+            ("Wilcoxon signed-rank, exact", "T"): stats.wilcoxon(a, b).statistic,
+            ("Wilcoxon signed-rank, exact", "p"): stats.wilcoxon(a, b).pvalue,
+            ("one-way ANOVA", "F"): stats.f_oneway(a, b, c).statistic,
+            ("one-way ANOVA", "p"): stats.f_oneway(a, b, c).pvalue,
+            ("Welch's ANOVA", "F"): welch_anova.statistic,
+            ("Welch's ANOVA", "p"): welch_anova.pvalue,
+            ("Kruskal-Wallis", "H"): stats.kruskal(a, b, c).statistic,
+            ("Kruskal-Wallis", "p"): stats.kruskal(a, b, c).pvalue,
+            ("equivalence within 0.05", "p"): weightstats.ttost_ind(np.array(a), np.array(b), -0.05, 0.05,
+                                                                     usevar="unequal")[0],
+            ("log-rank", "chi2"): chi2,
+            ("log-rank", "p"): p_logrank,
+        }
+        for i, p in enumerate(multitest.multipletests([0.012, 0.041, 0.030], method="holm")[1]):
+            expected[("Holm", f"p{i + 1}")] = p
+        r = subprocess.run([ANALYZE, "check-stats", "--format", "csv"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = list(csv.DictReader(io.StringIO(r.stdout)))
+        self.assertEqual(sorted((row["check"], row["quantity"]) for row in rows), sorted(expected))
+        for row in rows:
+            ref = expected[(row["check"], row["quantity"])]
+            self.assertTrue(np.isclose(float(row["reference"]), ref, rtol=1e-12, atol=0), f"{row} vs {ref}")
+            self.assertEqual(row["result"], "ok", row)
+        print(f"check-stats: {len(rows)} reference values are scipy's and statsmodels', and the build agrees")
 
 
 if __name__ == "__main__":

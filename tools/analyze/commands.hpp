@@ -147,6 +147,15 @@ SpeedPoints speed_points(const std::string& dir_or_file, const std::vector<std::
 // the point of one worker.
 std::vector<Table> throughput(const Options& o);
 
+// check-stats: this build's statistics on fixed data against scipy's and
+// statsmodels' values for the same data (check_stats.cpp); failed counts the
+// values outside the tolerance.
+struct CheckedStats {
+  std::vector<Table> tables;
+  std::size_t failed = 0;
+};
+CheckedStats check_stats();
+
 // A gnuplot title expression: the text, and under it the --where filters, so a figure that
 // shows a slice of a study says which.
 std::string plot_title(const std::string& text, const Options& o);

@@ -47,6 +47,8 @@ commands:
   plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command);
                    --kind reach --target T [--by K] [--x step|time_s]: the fraction of runs at T (Kaplan-Meier);
                    --kind scaling [--by K]: samples/s against workers from throughput tables, with linear scaling
+  check-stats      (no study folder): this build's statistics on fixed data against scipy's and statsmodels'
+                   values; exit status 1 if any differs by more than a relative 1e-6
 
 An option the command does not read is refused (say, --output with summary).
 
@@ -227,8 +229,9 @@ static int analyze_main(int argc, char** argv) {
       std::cout << kUsage << "\n" << named;
       return o.command.empty() && !vm.count("help") ? 2 : 0;
     }
-    const std::vector<std::string> commands = {"runs",   "summary",         "compare",    "anova",  "power",
-                                               "curves", "steps-to-result", "throughput", "report", "plot"};
+    const std::vector<std::string> commands = {"runs",   "summary", "compare",         "anova",
+                                               "power",  "curves",  "steps-to-result", "throughput",
+                                               "report", "plot",    "check-stats"};
     if (std::find(commands.begin(), commands.end(), o.command) == commands.end()) {
       throw UsageError("unknown command '" + o.command + "'; the commands: " + join(commands, ", "));
     }
@@ -250,6 +253,12 @@ static int analyze_main(int argc, char** argv) {
     interval_named(o.interval);  // both refused before the results are read
     if (o.style != "bars" && o.style != "band") throw ConfigError("style", o.style, "is not one of: bars, band");
     if (o.command == "steps-to-result" && o.by.empty()) o.by = {"batch_size"};
+    if (o.command == "check-stats") {  // no results: fixed data and reference values
+      if (!o.dirs.empty()) throw UsageError("check-stats reads no study folder (given: " + join(o.dirs, ", ") + ")");
+      const CheckedStats checked = check_stats();
+      print(checked.tables, format);
+      return checked.failed == 0 ? 0 : 1;
+    }
     if (o.command == "throughput") {  // the tables of --mode throughput, not the runs' index
       if (o.dirs.empty()) throw UsageError("give at least one study folder of --mode throughput (e.g. results/speed)");
       print(throughput(o), format);

@@ -17,8 +17,9 @@ namespace {
 // compare, steps-to-result, the summary and curves figures).
 const std::map<std::string, std::set<std::string>>& readers() {
   static const std::map<std::string, std::set<std::string>> table = {
-      {"by", {"runs", "summary", "curves", "steps-to-result", "report", "plot:summary", "plot:curves", "plot:reach",
-              "plot:steps", "plot:best_lr", "plot:scaling"}},
+      {"by",
+       {"runs", "summary", "curves", "steps-to-result", "report", "plot:summary", "plot:curves", "plot:reach",
+        "plot:steps", "plot:best_lr", "plot:scaling"}},
       {"metric", {"runs", "summary", "compare", "anova", "power", "report", "plot:summary"}},
       {"factor", {"compare", "power", "report"}},
       {"within", {"compare", "anova", "power", "report"}},
@@ -28,7 +29,8 @@ const std::map<std::string, std::set<std::string>>& readers() {
       {"alpha", {"compare", "power", "report"}},
       {"include_diverged", {"summary", "compare", "anova", "curves", "report", "plot:summary", "plot:curves"}},
       {"log_x", {"report", "plot:summary"}},
-      {"format", {"runs", "summary", "compare", "anova", "power", "curves", "steps-to-result", "throughput"}},
+      {"format",
+       {"runs", "summary", "compare", "anova", "power", "curves", "steps-to-result", "throughput", "check-stats"}},
       {"effect", {"power"}},
       {"hazard_ratio", {"power", "report"}},
       {"power", {"power"}},
@@ -63,13 +65,15 @@ std::string shell_word(const std::string& s) {
 
 bool reads_option(const std::string& command, const std::string& kind, const std::string& name) {
   const auto it = readers().find(name);
-  if (it == readers().end()) return true;  // --where, --help: every command
+  if (it == readers().end()) return name != "where" || command != "check-stats";  // --where, --help: the others
   return it->second.count(command == "plot" ? "plot:" + kind : command) > 0;
 }
 
 std::string commands_reading(const std::string& name) {
+  const auto it = readers().find(name);
+  if (it == readers().end()) return "every command but check-stats";  // --where
   std::vector<std::string> commands, kinds;
-  for (const std::string& c : readers().at(name)) {
+  for (const std::string& c : it->second) {
     if (c.rfind("plot:", 0) == 0) {
       kinds.push_back(c.substr(5));
     } else {
