@@ -9,8 +9,12 @@ the results equal, bit for bit, those of the same study under plain mpirun;
 share a study among a job array; and scancel a job (its study stops at a
 checkpoint and resumes).
 
-usage: test_slurm.py input|cluster LAUNCHER WORKLOAD_EXE DPSTUDY_DATA
+The cluster tests also run the installed dpstudy-selftest --slurm, which
+submits its checks through the installed dpstudy-slurm and waits for them.
+
+usage: test_slurm.py input|cluster LAUNCHER WORKLOAD_EXE DPSTUDY_DATA [INSTALLED_SELFTEST]
 """
+import glob
 import os
 import re
 import shlex
@@ -27,6 +31,7 @@ from h5compare import assert_same_study
 import slurm_cluster
 
 MODE, LAUNCHER, EXE, DATA_TOOL = sys.argv[1:5]
+SELFTEST = sys.argv[5] if len(sys.argv) > 5 else None
 # As e2e_support's MPI_ENV: root allowed, and a waiting rank yields its core to the tests beside it.
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_mpi_yield_when_idle": "1"}
 SKIP = 77
@@ -385,6 +390,22 @@ class OnOneNodeCluster(Workspace):
         with h5py.File(os.path.join(results, "index.h5"), "r") as f:
             self.assertEqual(len(f["index"]["run_id"]), 4)
         assert_same_study(self, os.path.join(reference, "slurmtest"), results)
+
+    def test_the_installed_selftest_validates_the_cluster_through_slurm(self):
+        if SELFTEST is None:
+            self.skipTest("no installed dpstudy-selftest given")
+        work = os.path.join(self.tmp, "selftest")
+        with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
+            r = subprocess.run([SELFTEST, "--slurm", "--workdir", work, "--slurm-timeout", "300", "--mpiexec",
+                                "mpirun --oversubscribe"], capture_output=True, text=True,
+                               env=dict(cluster.env, **MPI_ENV), timeout=500)
+            tail = cluster.log_tail()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr + tail)
+        self.assertRegex(r.stdout, r"slurm +passed +[0-9.]+ +job [0-9]+: 2 runs on 2 tasks, identical to one "
+                                   r"process here")
+        self.assertRegex(r.stdout, r"# dpstudy-selftest: 7 passed, 0 failed, 1 skipped")
+        logs = glob.glob(os.path.join(work, "results", "selftest-slurm", "slurm-*.out"))
+        self.assertEqual(len(logs), 1, r.stdout)
 
 
 if __name__ == "__main__":

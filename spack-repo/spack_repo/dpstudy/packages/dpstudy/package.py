@@ -3,6 +3,7 @@
 # and with Spack 0.x (everything from spack.package); docs/spack.md says how it
 # was checked.
 
+import glob
 import os
 
 import spack
@@ -65,6 +66,8 @@ class Dpstudy(CMakePackage, CudaPackage):
     # LibTorch is py-torch's: headers, libraries and TorchConfig.cmake under its
     # Python platlib. Its libraries are needed at run time too.
     depends_on("py-torch@1.13:", type=("build", "link", "run"))
+    # dpstudy-slurm, dpstudy-selftest and dpstudy-fetch-datasets are Python 3 programs (standard library only).
+    depends_on("python@3.8:", type=("build", "run"))
     depends_on("py-torch~cuda", when="~cuda", type=("build", "link", "run"))
     depends_on("py-torch+cuda", when="+cuda", type=("build", "link", "run"))
     for _arch in CudaPackage.cuda_arch_values:
@@ -84,7 +87,6 @@ class Dpstudy(CMakePackage, CudaPackage):
     depends_on("gnuplot+cairo", when="+plots", type="run")
     depends_on("googletest", when="+tests", type=("build", "link"))
     # The e2e tests read results with h5py and pandas and check statistics against scipy and statsmodels.
-    depends_on("python@3.8:", when="+tests", type="test")
     depends_on("py-h5py", when="+tests", type="test")
     depends_on("py-pandas", when="+tests", type="test")
     depends_on("py-scipy", when="+tests", type="test")
@@ -98,10 +100,43 @@ class Dpstudy(CMakePackage, CudaPackage):
     # /proc and Linux's file times (docs/building.md#platforms); CMake refuses other systems too.
     requires("platform=linux", msg="dpstudy builds on Linux only (docs/building.md#platforms)")
 
-    def cmake_args(self):
-        spec = self.spec
-        torch_dir = join_path(spec["py-torch"].prefix, spec["python"].package.platlib,
-                              "torch", "share", "cmake", "Torch")
+    def torch_dir(self):
+        """The folder of TorchConfig.cmake, and how it was found. A Spack-built py-torch keeps
+        it under its Python platlib; an external py-torch may keep it elsewhere: its Python's
+        torch.utils.cmake_prefix_path (a pip or conda install), or a system folder such as
+        Debian's /usr/lib/<multiarch>/cmake/Torch (libtorch-dev beside python3-torch)."""
+        torch = self.spec["py-torch"]
+        python = self.spec["python"]
+        tried = []
+
+        def found(folder, how):
+            tried.append(folder)
+            if os.path.isfile(join_path(folder, "TorchConfig.cmake")):
+                tty.msg(f"dpstudy: LibTorch from {how}: {folder}")
+                return True
+            return False
+
+        platlib = join_path(torch.prefix, python.package.platlib, "torch", "share", "cmake", "Torch")
+        if found(platlib, "py-torch's Python platlib"):
+            return platlib
+        try:
+            prefix_path = python.command(
+                "-c", "import torch.utils; print(torch.utils.cmake_prefix_path)", output=str, error=os.devnull
+            ).strip()
+        except ProcessError:
+            prefix_path = ""
+        if prefix_path and found(join_path(prefix_path, "Torch"), "torch.utils.cmake_prefix_path"):
+            return join_path(prefix_path, "Torch")
+        for pattern in ("lib*/cmake/Torch", "lib/*/cmake/Torch", "share/cmake/Torch"):
+            for folder in sorted(glob.glob(join_path(torch.prefix, pattern))):
+                if found(folder, f"a search of py-torch's prefix ({pattern})"):
+                    return folder
+        raise InstallError(
+            "dpstudy: no TorchConfig.cmake for py-torch " + str(torch.prefix) + "; looked in: " + ", ".join(tried)
+            + ", and " + join_path(torch.prefix, "{lib*,lib/*,share}/cmake/Torch")
+            + ". An external py-torch needs LibTorch's CMake files (Debian: libtorch-dev)."
+        )
+
         args = [
             self.define_from_variant("DPSTUDY_WITH_CUDA", "cuda"),
             self.define_from_variant("DPSTUDY_WITH_MPI", "mpi"),
@@ -124,3 +159,25 @@ class Dpstudy(CMakePackage, CudaPackage):
                 args.append(self.define("DPSTUDY_TEST_CUDA_DRIVER_STUB", join_path(lib, "stubs", "libcuda.so")))
                 args.append(self.define("DPSTUDY_TEST_CUDA_LIBRARIES", lib))
         return args
+
+    # spack test run dpstudy: the installed programs on small generated data, through
+    # the installed acceptance suite (docs/building.md, "Validating a node").
+    def test_version(self):
+        """the installed workload says its version, and whether MPI and CUDA are built in"""
+        mlp = which(self.prefix.bin.join("dpstudy-mlp-mnist"), required=True)
+        out = mlp("--version", output=str.split, error=str.split)
+        assert "dpstudy" in out
+        assert ("mpi on" if self.spec.satisfies("+mpi") else "mpi off") in out
+        assert ("cuda on" if self.spec.satisfies("+cuda") else "cuda off") in out
+
+    def test_selftest(self):
+        """dpstudy-selftest: a 2-worker study on generated MNIST, its summary, the statistics check
+        and, with +mpi, a run reproduced bit for bit on 2 MPI processes"""
+        selftest = which(self.prefix.bin.join("dpstudy-selftest"), required=True)
+        args = ["--workdir", join_path(os.getcwd(), "dpstudy-selftest")]
+        if self.spec.satisfies("+mpi"):
+            args += ["--mpiexec", join_path(self.spec["mpi"].prefix.bin, "mpiexec")]
+        out = selftest(*args, output=str.split, error=str.split)
+        assert ", 0 failed" in out
+        if self.spec.satisfies("+mpi"):
+            assert "identical bits" in out
