@@ -11,6 +11,7 @@
 #include "dpstudy/assignment.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/fault.hpp"
+#include "dpstudy/precision.hpp"
 #include "dpstudy/pruning.hpp"
 #include "dpstudy/rng.hpp"
 #include "dpstudy/runtime_info.hpp"
@@ -89,6 +90,8 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
     : config_(std::move(config)), data_(data), comm_(comm) {
   validate(config_);
   const RunConfig& c = config_;
+  check_precision(c.precision, data_.train_x.device());
+  apply_precision(c.precision, data_.train_x.device());
   threads_ = execution.threads > 0 ? execution.threads : process_threads();
   side_by_side_ = resolve_parallelism(execution.parallel, comm_.local_workers(), threads_, data_.train_x.device()) ==
                   Parallelism::workers;
@@ -208,7 +211,13 @@ double Trainer::step() {
       input = &batch_aug_[w];
     }
     Replica& r = *replicas_[w];
-    at::Tensor loss = at::cross_entropy_loss(r.model().forward(*input), batch_y_[w]);
+    at::Tensor loss;
+    {
+      // bf16: the forward pass under autocast; the loss of its logits in float32
+      // (to() returns the tensor itself when it is float32 already: fp32's bits are untouched).
+      const PrecisionScope precision(c.precision, data_.train_x.device());
+      loss = at::cross_entropy_loss(r.model().forward(*input).to(at::kFloat), batch_y_[w]);
+    }
     r.backward(loss);
     losses[w] = loss.detach();
   };

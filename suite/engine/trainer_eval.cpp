@@ -5,6 +5,7 @@
 #include <chrono>
 #include <limits>
 
+#include "dpstudy/precision.hpp"
 #include "dpstudy/trainer.hpp"
 
 namespace dpstudy {
@@ -43,7 +44,11 @@ Trainer::Evaluation Trainer::evaluate(const at::Tensor& x, const at::Tensor& y, 
         xb = x.narrow(0, b, m);
         yb = y.narrow(0, b, m);
       }
-      const at::Tensor logits = eval_->model().forward(xb);
+      at::Tensor logits;
+      {
+        const PrecisionScope precision(config_.precision, x.device());
+        logits = eval_->model().forward(xb).to(at::kFloat);
+      }
       loss_of[lw] += at::cross_entropy_loss(logits, yb, {}, at::Reduction::Sum).item<double>();
       correct_of[lw] += double(logits.argmax(1).eq(yb).sum().item<std::int64_t>());  // exact below 2^53
     }

@@ -25,6 +25,7 @@
 #include "dpstudy/file_io.hpp"
 #include "dpstudy/manifest.hpp"
 #include "dpstudy/model.hpp"
+#include "dpstudy/precision.hpp"
 #include "dpstudy/progress.hpp"
 #include "dpstudy/results.hpp"
 #include "dpstudy/runtime_info.hpp"
@@ -324,6 +325,15 @@ void load_data(Job& job) {
     const std::int64_t n = training_samples(p.config, total);
     const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
     check_global_batch(p.config, total, swept.empty() ? std::string() : "for " + axes_text(p.values, swept));
+    // Not in a dry run: dpstudy-slurm plans on the submitting node with --device cpu.
+    if (!g.dry_run) {
+      try {
+        check_precision(p.config.precision, job.device);
+      } catch (const ConfigError& e) {
+        if (swept.empty()) throw;
+        throw UsageError("the run " + axes_text(p.values, swept) + ": " + e.what());
+      }
+    }
     p.cost = (n / global) * p.config.epochs * global;
     // A label-skewed assignment, or fewer medium blocks than owners, may leave
     // an owner without samples: found now, not when the run's turn comes (the

@@ -49,6 +49,7 @@ const Names<LrSchedule> kSchedules{{{LrSchedule::constant, "constant"},
 const Names<WarmupStart> kWarmupStarts{{{WarmupStart::zero, "zero"}, {WarmupStart::base, "base"}}};
 const Names<Augmentation> kAugmentations{{{Augmentation::none, "none"}, {Augmentation::crop_flip, "crop_flip"}}};
 const Names<Pruning> kPrunings{{{Pruning::snip, "snip"}, {Pruning::random, "random"}}};
+const Names<Precision> kPrecisions{{{Precision::fp32, "fp32"}, {Precision::tf32, "tf32"}, {Precision::bf16, "bf16"}}};
 
 // The shortest text that reads back as the same double.
 std::string num(double v) {
@@ -76,6 +77,7 @@ std::string to_string(LrSchedule v) { return kSchedules.name(v); }
 std::string to_string(WarmupStart v) { return kWarmupStarts.name(v); }
 std::string to_string(Augmentation v) { return kAugmentations.name(v); }
 std::string to_string(Pruning v) { return kPrunings.name(v); }
+std::string to_string(Precision v) { return kPrecisions.name(v); }
 OverlapMode parse_overlap_mode(const std::string& o, const std::string& t) { return kOverlapModes.parse(o, t); }
 Granularity parse_granularity(const std::string& o, const std::string& t) { return kGranularities.parse(o, t); }
 DataOrder parse_data_order(const std::string& o, const std::string& t) { return kOrders.parse(o, t); }
@@ -86,6 +88,7 @@ LrSchedule parse_lr_schedule(const std::string& o, const std::string& t) { retur
 WarmupStart parse_warmup_start(const std::string& o, const std::string& t) { return kWarmupStarts.parse(o, t); }
 Augmentation parse_augmentation(const std::string& o, const std::string& t) { return kAugmentations.parse(o, t); }
 Pruning parse_pruning(const std::string& o, const std::string& t) { return kPrunings.parse(o, t); }
+Precision parse_precision(const std::string& o, const std::string& t) { return kPrecisions.parse(o, t); }
 
 double RunConfig::peak_lr() const {
   const double base = lr > 0 ? lr : double(batch_size) / batch_lr_ratio;
@@ -241,6 +244,7 @@ KeyValues RunConfig::key_values() const {
       {"dataset", dataset},
       {"validation_fraction", validation_fraction},
       {"augment", to_string(augment)},
+      {"precision", to_string(precision)},
       {"workers", I(workers)},
       {"overlap", overlap},
       {"overlap_mode", to_string(overlap_mode)},
@@ -287,7 +291,7 @@ KeyValues RunConfig::key_values() const {
 
 bool added_later_at_old_default(const std::string& key, const ConfigValue& value) {
   static const std::map<std::string, std::string> later_keys = {
-      {"test_every", "0"}, {"eval_at_sync", "0"}, {"dirichlet_alpha", "0"}};
+      {"test_every", "0"}, {"eval_at_sync", "0"}, {"dirichlet_alpha", "0"}, {"precision", "fp32"}};
   const auto later = later_keys.find(key);
   return later != later_keys.end() && to_text(value) == later->second;
 }

@@ -75,13 +75,19 @@ std::vector<double> parse_number_list(const std::string& option, const std::stri
 
 RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run options") {
   RunConfig& c = draft_;
+  // The option tables keep one option to a line, as --help groups them.
+  // clang-format off
   po::options_description data("Data");
   data.add_options()
       ("dataset", with_default(&c.dataset, d.dataset), "mnist, fashion-mnist or cifar10")
       ("validation_fraction", with_default(&c.validation_fraction, d.validation_fraction),
        "fraction of the training split held out for validation, [0, 1)")
       ("augment", po::value(&augment_)->default_value(to_string(d.augment)),
-       "training augmentation: none, or crop_flip (random crops of a 4-pixel zero-padded image, horizontal flips)");
+       "training augmentation: none, or crop_flip (random crops of a 4-pixel zero-padded image, horizontal flips)")
+      ("precision", po::value(&precision_)->default_value(to_string(d.precision)),
+       "arithmetic of the forward and backward passes: fp32; bf16 (autocast: matrix products and convolutions in "
+       "bfloat16, weights, optimiser and averaging in float32; on the CPU it needs bf16 instructions); tf32 (CUDA: "
+       "TF32 matrix products and convolutions)");
   po::options_description workers("Workers and data assignment");
   workers.add_options()
       ("workers", with_default(&c.workers, d.workers), "logical workers W")
@@ -162,6 +168,7 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
       ("seed", po::value(&seed_)->default_value(std::to_string(d.seed)), "run seed: initial weights and samplers")
       ("data_seed", with_default(&c.data_seed, d.data_seed),
        "data seed: order, assignment, validation split (-1: the run seed)");
+  // clang-format on
   description_.add(data).add(workers).add(sync).add(opt).add(lr).add(eval);
 }
 
@@ -176,6 +183,7 @@ RunConfig RunOptions::resolve() const {
   c.schedule = parse_lr_schedule("schedule", schedule_);
   c.warmup_start = parse_warmup_start("warmup_start", warmup_start_);
   c.augment = parse_augmentation("augment", augment_);
+  c.precision = parse_precision("precision", precision_);
   c.pruning = parse_pruning("pruning", pruning_);
   c.sync_period = parse_period("sync_period", sync_period_);
   c.seed = parse_seed("seed", seed_);

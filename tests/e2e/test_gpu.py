@@ -4,7 +4,7 @@ skipped). ResNet-8 with batch norm, augmentation and local SGD on the GPU:
 
 - two identical runs give the same bits (deterministic mode, recorded in provenance, with
   the GPU's model and CUDA versions);
-- TF32 turned off by NVIDIA_TF32_OVERRIDE=0 gives other bits, recorded in `gpu`, and a study
+- --precision tf32 gives other bits than the default fp32; NVIDIA_TF32_OVERRIDE=0 is recorded in `gpu`, and a study
   resumed without it is warned of;
 - with mpiexec, 1 and 2 processes sharing the GPU give the same bits (host copy or
   CUDA-aware MPI, whichever the MPI library offers);
@@ -78,27 +78,36 @@ class Gpu(TempFolderTest):
             self.assertNotIn("not described", prov["gpu"])
             self.assertRegex(prov["gpu_driver"], r"^\d+\.\d+$")
 
-    def test_tf32_turned_off_by_the_environment_is_recorded(self):
-        # cuDNN's convolutions run in TF32 by default (Ampere and later); NVIDIA_TF32_OVERRIDE=0
-        # turns it off for the whole process, with no LibTorch flag to tell: `gpu` names it.
+    def test_precision_tf32_and_the_environments_switch_are_recorded(self):
+        # fp32, the default, turns TF32 off in cuBLAS and cuDNN; --precision tf32 turns it on:
+        # other bits, close (TF32 keeps 10 bits of the mantissa). NVIDIA_TF32_OVERRIDE=0 turns
+        # TF32 off for the whole process with no LibTorch flag to tell: `gpu` names it, and the
+        # study resumed without it is warned of.
         args = ["--workers", "2", "--epochs", "1", "--augment", "none"]
         runs = {}
-        for name, env in (("tf32", None), ("fp32", {"NVIDIA_TF32_OVERRIDE": "0"})):
-            out = self.study(name, *args, env=env)
+        for name, extra, env in (("fp32", [], None), ("tf32", ["--precision", "tf32"], None),
+                                 ("tf32-off", ["--precision", "tf32"], {"NVIDIA_TF32_OVERRIDE": "0"})):
+            out = self.study(name, *args, *extra, env=env)
             with h5py.File(glob.glob(os.path.join(out, "runs", "*.h5"))[0], "r") as f:
-                runs[name] = (str(f["provenance"].attrs["gpu"]), f["train"]["loss"][()])
+                runs[name] = (str(f["provenance"].attrs["gpu"]), f["train"]["loss"][()],
+                              str(f["config"].attrs["precision"]))
+        self.assertEqual([runs[n][2] for n in ("fp32", "tf32", "tf32-off")], ["fp32", "tf32", "tf32"])
         self.assertNotIn(";", runs["tf32"][0])
-        self.assertTrue(runs["fp32"][0].endswith("; NVIDIA_TF32_OVERRIDE=0"), runs["fp32"][0])
-        self.assertEqual(runs["fp32"][0].split(";")[0], runs["tf32"][0])
-        # Other bits; close (TF32 keeps 10 bits of the mantissa).
+        self.assertTrue(runs["tf32-off"][0].endswith("; NVIDIA_TF32_OVERRIDE=0"), runs["tf32-off"][0])
+        self.assertEqual(runs["tf32-off"][0].split(";")[0], runs["tf32"][0])
         self.assertFalse((runs["tf32"][1] == runs["fp32"][1]).all(), "TF32 on and off gave the same losses")
         self.assertAlmostEqual(float(runs["tf32"][1][0]), float(runs["fp32"][1][0]), places=2)
-        # Resumed with TF32 on, the study is warned of as made on another GPU stack.
+        # Resumed without the override, the study is warned of as made on another GPU stack.
         more = run(["--data_dir", self.data, "--device", "cuda", "--depth", "8", "--batch_size", "16", "--output",
-                    os.path.join(self.tmp, "fp32"), "--name", "s", *args, "--seeds", "2"])
+                    os.path.join(self.tmp, "tf32-off"), "--name", "s", *args, "--precision", "tf32", "--seeds", "2"])
         self.assertEqual(more.returncode, 0, more.stdout + more.stderr)
         self.assertRegex(more.stdout, r"# warning: 1 of the 1 complete runs were made with other CUDA libraries or GPU "
                                       r"settings \(LibTorch .*; NVIDIA_TF32_OVERRIDE=0\) than this process's")
+
+    def test_bf16_on_the_gpu_gives_the_same_bits_twice(self):
+        args = ["--workers", "2", "--epochs", "1", "--sync_period", "2", "--precision", "bf16"]
+        a, b = self.study("bf16-a", *args), self.study("bf16-b", *args)
+        self.assertEqual(len(assert_same_study(self, a, b)), 1)
 
     def test_a_gpu_run_is_reproduced_on_the_gpu_bit_for_bit(self):
         # --reproduce takes the reference's kind of device (here without --device: auto would

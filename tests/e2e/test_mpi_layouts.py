@@ -31,6 +31,15 @@ ENV = dict(MPI_ENV, OMPI_MCA_rmaps_base_oversubscribe="1")
 SMALL = ["--hidden", "64"]
 
 
+def cpu_has_bf16():
+    """As the engine's cpu_has_bf16(): bfloat16 instructions among the first CPU's flags."""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith(("flags", "Features")):
+                return bool({"avx512_bf16", "amx_bf16", "bf16"} & set(line.split(":", 1)[-1].split()))
+    return False
+
+
 class MpiStudies(TempFolderTest):
     """What both halves share: generated data and studies under mpirun or in one process."""
     prefix = "dpstudy-mpi-test-"
@@ -142,6 +151,39 @@ class Layouts(MpiStudies):
         with h5py.File(os.path.join(laptop, "s", "runs", runs[0]), "r") as f:
             self.assertEqual(f["provenance"].attrs["threads"], 2)
             self.assertEqual(f["provenance"].attrs["parallel"], "workers")
+
+    def test_bf16_runs_give_the_same_bits_on_every_layout(self):
+        # --precision bf16 (autocast, float32 weights) where this CPU has bfloat16
+        # instructions: 1 process on 1 thread, 4 workers side by side on 2 threads, and 2
+        # processes give the same bits, and fp32 others. Elsewhere it is refused.
+        args = ["--workers", "4", "--sync_period", "1,4", "--device", "cpu", *SMALL]
+        if not cpu_has_bf16():
+            r, _ = self.study(os.path.join(self.tmp, "bf16-refused"), 0, *args, "--precision", "bf16")
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn("needs a CPU with bfloat16 instructions", r.stderr)
+            return
+        one = os.path.join(self.tmp, "bf16-1")
+        self.assertEqual(self.study(one, 0, *args, "--precision", "bf16")[0].returncode, 0)
+        two = os.path.join(self.tmp, "bf16-2")
+        r, _ = self.study(two, 2, *args, "--precision", "bf16", "--procs_per_run", "2")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(two, "s"))), 2)
+        side = os.path.join(self.tmp, "bf16-side")
+        cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
+               "--eval_every", "7", "--output", side, "--name", "s", "--quiet", "--threads", "2", *args,
+               "--precision", "bf16"]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        assert_same_study(self, os.path.join(one, "s"), os.path.join(side, "s"))
+        fp32 = os.path.join(self.tmp, "bf16-fp32")
+        self.assertEqual(self.study(fp32, 0, *args)[0].returncode, 0)
+        losses = {}
+        for name, folder in (("bf16", one), ("fp32", fp32)):
+            with h5py.File(os.path.join(folder, "s", "index.h5"), "r") as f:
+                losses[name] = sorted(f["index"]["final_test_loss"][()])
+                precision = {p.decode() if isinstance(p, bytes) else p for p in f["index"]["precision"][()]}
+            self.assertEqual(precision, {name})
+        self.assertNotEqual(losses["bf16"], losses["fp32"])
 
     def test_three_processes_use_the_gather_fallback_with_the_same_bits(self):
         args = ["--workers", "6", "--sync_period", "1,4", "--group_size", "2", "--sparsity", "0.5",

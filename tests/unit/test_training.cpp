@@ -10,6 +10,7 @@
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/fixtures.hpp"
+#include "dpstudy/precision.hpp"
 #include "dpstudy/trainer.hpp"
 #include "test_support.hpp"
 
@@ -688,4 +689,59 @@ TEST(Training, KeysNamedInertChangeNoBit) {
   EXPECT_TRUE(std::none_of(named.begin(), named.end(), [](const auto& kv) { return kv.first == "momentum"; }));
   InProcessCommunicator comm(1);
   EXPECT_NE(bits(train_run(a, tiny(), data(), comm).train.loss), bits(train_run(b, tiny(), data(), comm).train.loss));
+}
+
+// --precision (docs/engine.md, "Precision"): tf32 is refused off a GPU, and bf16
+// on a CPU without bfloat16 instructions; where the CPU has them, bf16 trains
+// under autocast with float32 weights, gradients and momentum, the same bits
+// twice and other bits than fp32.
+TEST(Precision, Tf32IsRefusedOffAGpu) {
+  try {
+    check_precision(Precision::tf32, at::kCPU);
+    FAIL() << "tf32 on the CPU was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("NVIDIA GPUs' matrix units"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(check_precision(Precision::fp32, at::kCPU));
+}
+
+TEST(Precision, AScopeTurnsThisThreadsAutocastOnAndBackOff) {
+  const at::Tensor x = at::ones({2, 3}), w = at::ones({4, 3});
+  EXPECT_EQ(at::linear(x, w).scalar_type(), at::kFloat);
+  {
+    const PrecisionScope scope(Precision::bf16, at::kCPU);
+    EXPECT_EQ(at::linear(x, w).scalar_type(), at::kBFloat16);
+    {
+      const PrecisionScope inner(Precision::fp32, at::kCPU);  // fp32 changes nothing
+      EXPECT_EQ(at::linear(x, w).scalar_type(), at::kBFloat16);
+    }
+  }
+  EXPECT_EQ(at::linear(x, w).scalar_type(), at::kFloat);
+}
+
+TEST(Precision, Bf16TrainsWithFloat32WeightsWhereTheCpuHasBf16) {
+  if (!cpu_has_bf16()) {
+    EXPECT_THROW(check_precision(Precision::bf16, at::kCPU), ConfigError);
+    GTEST_SKIP() << "this CPU has no bfloat16 instructions: bf16 is refused (checked), not trained";
+  }
+  RunConfig c = base_config();
+  c.workers = 2;
+  c.sync_period = 2;
+  auto run = [&](Precision p) {
+    RunConfig k = c;
+    k.precision = p;
+    InProcessCommunicator comm(2);
+    Trainer t(k, tiny(), data(), comm);
+    RunResult r = t.run();
+    EXPECT_EQ(t.replica(0).params().scalar_type(), at::kFloat);
+    EXPECT_EQ(t.replica(0).momentum().scalar_type(), at::kFloat);
+    return r;
+  };
+  const RunResult a = run(Precision::bf16), b = run(Precision::bf16), fp32 = run(Precision::fp32);
+  expect_same_bits(a, b, "bf16 twice");
+  EXPECT_NE(a.train.loss, fp32.train.loss);
+  for (std::size_t i = 0; i < a.train.loss.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(a.train.loss[i]));
+    EXPECT_NEAR(a.train.loss[i], fp32.train.loss[i], 0.05) << "step " << i;  // bfloat16 keeps 8 bits
+  }
 }

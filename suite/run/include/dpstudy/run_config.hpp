@@ -23,6 +23,8 @@ enum class LrSchedule { constant, step, cosine, linear };
 enum class WarmupStart { zero, base };
 enum class Augmentation { none, crop_flip };
 enum class Pruning { snip, random };
+// The arithmetic of a run's forward and backward passes (docs/engine.md, "Precision").
+enum class Precision { fp32, tf32, bf16 };
 
 // A parameter's value, typed as it is stored (HDF5 attributes, index columns).
 using ConfigValue = std::variant<std::int64_t, double, std::string>;
@@ -49,6 +51,8 @@ struct RunConfig {
   std::string dataset = "mnist";
   double validation_fraction = 0.0;  // held out of the training split, in [0, 1)
   Augmentation augment = Augmentation::none;  // crop_flip: 4-pixel padded random crops and flips
+  // fp32; bf16: autocast, weights, optimiser and averaging in float32; tf32: CUDA's TF32 products
+  Precision precision = Precision::fp32;
   // Workers and assignment
   int workers = 1;
   double overlap = 0.0;  // alpha in [0, 1]
@@ -144,6 +148,7 @@ std::string to_string(LrSchedule v);
 std::string to_string(WarmupStart v);
 std::string to_string(Augmentation v);
 std::string to_string(Pruning v);
+std::string to_string(Precision v);
 OverlapMode parse_overlap_mode(const std::string& option, const std::string& text);
 Granularity parse_granularity(const std::string& option, const std::string& text);
 DataOrder parse_data_order(const std::string& option, const std::string& text);
@@ -154,5 +159,6 @@ LrSchedule parse_lr_schedule(const std::string& option, const std::string& text)
 WarmupStart parse_warmup_start(const std::string& option, const std::string& text);
 Augmentation parse_augmentation(const std::string& option, const std::string& text);
 Pruning parse_pruning(const std::string& option, const std::string& text);
+Precision parse_precision(const std::string& option, const std::string& text);
 
 }  // namespace dpstudy
