@@ -54,9 +54,7 @@ void set_autocast(c10::DeviceType type, bool enabled, c10::ScalarType dtype) {
 #endif
 }
 
-}  // namespace
-
-bool cpu_has_bf16() {
+bool read_cpu_has_bf16() {
   std::ifstream in("/proc/cpuinfo");
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
@@ -67,6 +65,13 @@ bool cpu_has_bf16() {
     return false;  // the first CPU's flags stand for all
   }
   return false;
+}
+
+}  // namespace
+
+bool cpu_has_bf16() {
+  static const bool has = read_cpu_has_bf16();  // once: a study checks every planned run
+  return has;
 }
 
 void check_precision(Precision precision, const c10::Device& device) {

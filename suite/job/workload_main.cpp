@@ -325,26 +325,23 @@ void load_data(Job& job) {
     const std::int64_t n = training_samples(p.config, total);
     const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
     check_global_batch(p.config, total, swept.empty() ? std::string() : "for " + axes_text(p.values, swept));
-    // Not in a dry run: dpstudy-slurm plans on the submitting node with --device cpu.
-    if (!g.dry_run) {
+    // A check of one run: its option says it all for one run; in a sweep, which run.
+    const auto check_run = [&](const auto& check) {
       try {
-        check_precision(p.config.precision, job.device);
+        check();
       } catch (const ConfigError& e) {
         if (swept.empty()) throw;
         throw UsageError("the run " + axes_text(p.values, swept) + ": " + e.what());
       }
-    }
+    };
+    // Not in a dry run: dpstudy-slurm plans on the submitting node with --device cpu.
+    if (!g.dry_run) check_run([&] { check_precision(p.config.precision, job.device); });
     p.cost = (n / global) * p.config.epochs * global;
     // A label-skewed assignment, or fewer medium blocks than owners, may leave
     // an owner without samples: found now, not when the run's turn comes (the
     // data decide, so only if they are here).
     if ((p.config.dirichlet_alpha > 0 || p.config.granularity == Granularity::medium) && job.data.count(ds)) {
-      try {
-        (void)split_data(p.config, job.data[ds].train_y);
-      } catch (const ConfigError& e) {
-        if (swept.empty()) throw;  // one run: the option says it all
-        throw UsageError("the run " + axes_text(p.values, swept) + ": " + e.what());
-      }
+      check_run([&] { (void)split_data(p.config, job.data[ds].train_y); });
     }
   }
 }
