@@ -127,12 +127,7 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
     replicas_.back()->copy_weights_from(*eval_);
     const int worker = first + i;
     samplers_.emplace_back(shard_of(worker), c.seed, worker);
-    // On a GPU the host indices are pinned and copied without waiting; step()
-    // waits once, for the losses, before the sampler writes them again.
-    batch_idx_.push_back(device.is_cpu() ? at::empty({c.batch_size}, at::kLong)
-                                         : at::empty({c.batch_size}, at::kLong).pin_memory());
-    batch_idx_device_.push_back(device.is_cpu() ? batch_idx_.back()
-                                                : at::empty({c.batch_size}, at::TensorOptions(at::kLong).device(device)));
+    batch_idx_.emplace_back(std::vector<std::int64_t>{c.batch_size}, at::kLong, device);
     if (c.augment == Augmentation::crop_flip) {
       std::vector<double> fill;
       for (std::size_t ch = 0; ch < data_.spec->mean.size(); ++ch) fill.push_back(-data_.spec->mean[ch] / data_.spec->std[ch]);
@@ -180,6 +175,14 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
     sparsity_ = sparsity_of(*eval_, mask_);
   }
   mean_ = at::empty_like(eval_->params());
+  read_every_ = execution.read_every > 0 ? execution.read_every : device.is_cpu() ? 1 : 64;
+  const auto local = std::int64_t(replicas_.size());
+  loss_now_ = at::zeros({local}, at::TensorOptions(at::kFloat).device(device));
+  distance_now_ = at::zeros_like(loss_now_);
+  loss_log_ = at::empty({read_every_, local}, loss_now_.options());
+  distance_log_ = at::empty({4, local}, loss_now_.options());
+  const int processes = comm_.world_workers() / std::max(1, comm_.local_workers());
+  if (resolve_cuda_graphs(execution.cuda_graphs, c, device, processes)) graphs_ = std::make_unique<StepGraphs>(device);
   val_index_ = at::tensor(val_idx_, at::kLong).to(device);
   lr_ = std::make_unique<LearningRate>(c, steps_per_epoch_);
   sgd_ = {c.optimizer, c.momentum, c.weight_decay};
@@ -193,21 +196,120 @@ const std::vector<std::int64_t>& Trainer::shard_of(int worker) const {
 }
 
 double Trainer::step() {
+  advance();
+  const std::vector<std::vector<double>> losses = read_losses();
+  double loss_sum = 0;
+  for (const double l : losses.back()) loss_sum += l;  // in worker order
+  return loss_sum / double(config_.workers);
+}
+
+void Trainer::log_row(at::Tensor& log, std::int64_t row, const at::Tensor& now) {
+  if (row == log.size(0)) {
+    at::Tensor bigger = at::empty({2 * row, log.size(1)}, log.options());
+    bigger.narrow(0, 0, row).copy_(log);
+    log = bigger;
+  }
+  log.select(0, row).copy_(now);
+}
+
+std::vector<std::vector<double>> Trainer::read_losses() {
+  // One transfer for each log: the float losses and distances read as double
+  // exactly. Every worker's values come in worker order, the same on any layout.
+  std::vector<std::vector<double>> out;
+  if (unread_steps_ > 0) {
+    const at::Tensor host = loss_log_.narrow(0, 0, unread_steps_).to(at::kDouble).to(at::kCPU).contiguous();
+    const double* p = host.data_ptr<double>();
+    const auto local = std::size_t(host.size(1));
+    for (std::int64_t i = 0; i < unread_steps_; ++i, p += local) {
+      out.push_back(comm_.all_workers(std::vector<double>(p, p + local)));
+    }
+  }
+  if (unread_syncs_ > 0) {
+    const at::Tensor host = distance_log_.narrow(0, 0, unread_syncs_).to(at::kDouble).to(at::kCPU).contiguous();
+    const double* p = host.data_ptr<double>();
+    const auto local = std::size_t(host.size(1));
+    for (std::int64_t i = 0; i < unread_syncs_; ++i, p += local) {
+      double distance = 0;
+      for (const double d : comm_.all_workers(std::vector<double>(p, p + local))) distance += d;
+      last_divergence_ = distance / double(config_.workers);
+      result_.syncs.divergence.push_back(last_divergence_);
+    }
+  }
+  unread_steps_ = unread_syncs_ = 0;
+  return out;
+}
+
+Trainer::StepKind Trainer::kind_of(std::int64_t t) const {
   const RunConfig& c = config_;
-  const std::int64_t t = step_;
-  const double lr = lr_->at(t);
-  const bool synchronous = c.sync_period == 1 || t / steps_per_epoch_ < c.local_sgd_from_epoch;
-  std::vector<at::Tensor> losses(replicas_.size());
+  StepKind k;
+  k.lr = lr_->at(t);
+  k.synchronous = c.sync_period == 1 || t / steps_per_epoch_ < c.local_sgd_from_epoch;
+  // Identical replicas that apply the same mean gradient stay identical: update
+  // the first, whose parameters and momentum the others mirror (Replica::mirror),
+  // which moves far less memory than W optimiser updates or W - 1 copies
+  // (docs/performance.md). The bits are the same either way.
+  k.update_once = k.synchronous && identical_ && replicas_.size() > 1;
+  if (!k.synchronous) {
+    if (c.sync_period != kNever && (t + 1) % c.sync_period == 0) {
+      k.average = 2;
+    } else if (c.group_size > 1 && c.group_sync_period != kNever && (t + 1) % c.group_sync_period == 0) {
+      k.average = 1;
+    }
+  }
+  return k;
+}
+
+void Trainer::advance() {
+  const RunConfig& c = config_;
+  const StepKind k = kind_of(step_);
+  // The host's part, every step: each worker's batch indices and augmentation
+  // draws, sent to the device without waiting (Upload).
+  for (std::size_t w = 0; w < replicas_.size(); ++w) {
+    samplers_[w].next(batch_idx_[w].host().data_ptr<std::int64_t>(), c.batch_size);
+    batch_idx_[w].send();
+    if (!augmenters_.empty()) augmenters_[w].draw(batch_x_[w]);
+  }
+  if (graphs_) {
+    if (k.lr != graph_lr_) {  // a graph holds the rate it was captured with
+      graphs_->clear();
+      graph_lr_ = k.lr;
+    }
+    const std::string key =
+        std::to_string(int(k.synchronous)) + std::to_string(int(k.update_once)) + std::to_string(k.average);
+    graphs_->run(key, [&] { device_step(k, false); });
+  } else {
+    device_step(k, true);
+  }
+  // What the host keeps of the step, graphed or not.
+  log_row(loss_log_, unread_steps_++, loss_now_);
+  const std::int64_t p_bytes = mean_.numel() * std::int64_t(mean_.element_size());
+  if (k.synchronous && c.workers > 1) comm_bytes_ += p_bytes;
+  ++step_;
+  averaged_world_ = false;
+  identical_ = k.synchronous;
+  if (k.average > 0) {
+    const int count = k.average == 2 ? c.workers : c.group_size;
+    comm_bytes_ += p_bytes * (c.average_momentum ? 2 : 1) +
+                   (c.average_buffers ? buffers_[0].numel() * std::int64_t(buffers_[0].element_size()) : 0);
+    log_row(distance_log_, unread_syncs_++, distance_now_);  // the divergence: read_losses()
+    identical_ = k.average == 2;
+    averaged_world_ = count == c.workers;
+    result_.syncs.step.push_back(step_);
+    result_.syncs.level.push_back(k.average);
+  }
+}
+
+void Trainer::device_step(const StepKind& k, bool timed) {
+  const RunConfig& c = config_;
   auto train_worker = [&](int i) {
     const at::AutoGradMode grad(true);  // thread-local: not inherited from the calling thread
     const auto w = std::size_t(i);
-    samplers_[w].next(batch_idx_[w].data_ptr<std::int64_t>(), c.batch_size);
-    if (!batch_idx_device_[w].is_same(batch_idx_[w])) batch_idx_device_[w].copy_(batch_idx_[w], /*non_blocking=*/true);
-    at::index_select_out(batch_x_[w], data_.train_x, 0, batch_idx_device_[w]);
-    at::index_select_out(batch_y_[w], data_.train_y, 0, batch_idx_device_[w]);
+    const at::Tensor& idx = batch_idx_[w].device();
+    at::index_select_out(batch_x_[w], data_.train_x, 0, idx);
+    at::index_select_out(batch_y_[w], data_.train_y, 0, idx);
     const at::Tensor* input = &batch_x_[w];
     if (!augmenters_.empty()) {
-      augmenters_[w].apply(batch_x_[w], batch_aug_[w]);
+      augmenters_[w].apply_drawn(batch_x_[w], batch_aug_[w]);
       input = &batch_aug_[w];
     }
     Replica& r = *replicas_[w];
@@ -219,50 +321,34 @@ double Trainer::step() {
       loss = at::cross_entropy_loss(r.model().forward(*input).to(at::kFloat), batch_y_[w]);
     }
     r.backward(loss);
-    losses[w] = loss.detach();
+    loss_now_.select(0, i).copy_(loss.detach());
   };
   claim_threads();
-  for_each_local(int(replicas_.size()), train_worker);
-  // On a GPU one transfer for all local losses, the only wait of a step that
-  // does not average (float to double is exact either way).
-  std::vector<double> local_loss(losses.size());
-  if (losses[0].is_cpu()) {
-    for (std::size_t w = 0; w < losses.size(); ++w) local_loss[w] = losses[w].item<double>();
+  if (graphs_) {
+    graphs_->on_own_streams(int(replicas_.size()), train_worker);
   } else {
-    const at::Tensor loss_host = at::stack(losses).to(at::kDouble).to(at::kCPU);
-    const double* lp = loss_host.data_ptr<double>();
-    local_loss.assign(lp, lp + losses.size());
+    for_each_local(int(replicas_.size()), train_worker);
   }
-  // Every worker's loss, summed in worker order: the same bits on any layout.
-  last_worker_loss_ = comm_.all_workers(local_loss);
-  double loss_sum = 0;
-  for (double l : last_worker_loss_) loss_sum += l;
-  // Identical replicas that apply the same mean gradient stay identical: update
-  // the first, whose parameters and momentum the others mirror (Replica::mirror),
-  // which moves far less memory than W optimiser updates or W - 1 copies
-  // (docs/performance.md). The bits are the same either way.
-  const bool update_once = synchronous && identical_ && replicas_.size() > 1;
-  if (synchronous && c.workers > 1) {
+  if (k.synchronous && c.workers > 1) {
     const auto t0 = Clock::now();
     comm_.mean(grads_, 0, c.workers, mean_);
-    if (update_once) {
+    if (k.update_once) {
       grads_[0].copy_(mean_);
     } else {
       for (auto& g : grads_) g.copy_(mean_);
     }
-    comm_bytes_ += mean_.numel() * std::int64_t(mean_.element_size());
-    comm_s_ += seconds_since(t0);
+    if (timed) comm_s_ += seconds_since(t0);
   }
   auto update = [&](int i) {
     Replica& r = *replicas_[std::size_t(i)];
-    sgd_step(r, sgd_, lr);
+    sgd_step(r, sgd_, k.lr);
     if (mask_.defined()) {  // pruned weights stay exactly zero, and so does their momentum
       const at::NoGradGuard no_grad;
       r.params().mul_(mask_);
       r.momentum().mul_(mask_);
     }
   };
-  if (update_once) {
+  if (k.update_once) {
     update(0);
     for (std::size_t i = 1; i < replicas_.size(); ++i) replicas_[i]->mirror(*replicas_[0]);
   } else {
@@ -272,27 +358,18 @@ double Trainer::step() {
     for_each_local(int(replicas_.size()), [&](int i) { replicas_[std::size_t(i)]->own_weights(); });
     for_each_local(int(replicas_.size()), update);
   }
-  ++step_;
-  averaged_world_ = false;
-  if (synchronous) {
-    identical_ = true;
-  } else {
-    identical_ = false;
-    if (c.sync_period != kNever && step_ % c.sync_period == 0) {
-      average_parameters(c.workers, 2);
-    } else if (c.group_size > 1 && c.group_sync_period != kNever && step_ % c.group_sync_period == 0) {
-      average_parameters(c.group_size, 1);
-    }
+  if (k.average > 0) {
+    const auto t0 = Clock::now();
+    average_parameters(k.average == 2 ? c.workers : c.group_size);
+    if (timed) comm_s_ += seconds_since(t0);
   }
-  return loss_sum / double(c.workers);
 }
 
 // Averages parameters (and, as configured, momentum and buffers) over each
-// range of `count` workers: the world (level 2) or every group (level 1).
-void Trainer::average_parameters(int count, int level) {
+// range of `count` workers: the world or every group. Each worker's distance
+// from the mean goes to distance_now_.
+void Trainer::average_parameters(int count) {
   const RunConfig& c = config_;
-  const auto t0 = Clock::now();
-  std::vector<double> local_distance(replicas_.size());
   const int first_local = comm_.first_local_worker();
   for (int g = 0; g < c.workers; g += count) {
     comm_.mean(params_, g, count, mean_);
@@ -302,7 +379,7 @@ void Trainer::average_parameters(int count, int level) {
     auto distance = [&](int w) {
       const auto lw = std::size_t(w - first_local);
       at::sub_out(grads_[lw], params_[lw], mean_);
-      local_distance[lw] = grads_[lw].norm().item<double>();
+      distance_now_.select(0, std::int64_t(lw)).copy_(grads_[lw].norm());
       params_[lw].copy_(mean_);
     };
     for_each_local(std::max(0, end - begin), [&](int i) { distance(begin + i); });
@@ -320,18 +397,6 @@ void Trainer::average_parameters(int count, int level) {
       }
     }
   }
-  const std::int64_t p_bytes = mean_.numel() * std::int64_t(mean_.element_size());
-  comm_bytes_ += p_bytes * (c.average_momentum ? 2 : 1) +
-                 (c.average_buffers ? buffers_[0].numel() * std::int64_t(buffers_[0].element_size()) : 0);
-  double distance = 0;
-  for (double d : comm_.all_workers(local_distance)) distance += d;  // in worker order
-  last_divergence_ = distance / double(c.workers);
-  identical_ = level == 2;
-  averaged_world_ = count == c.workers;
-  result_.syncs.step.push_back(step_);
-  result_.syncs.level.push_back(level);
-  result_.syncs.divergence.push_back(last_divergence_);
-  comm_s_ += seconds_since(t0);
 }
 
 // The run's shape and its shards, on the progress sink, and a resumption.
@@ -390,6 +455,59 @@ void Trainer::summarize(RunResult& r, double wall_time_s) {
   }
 }
 
+// Reads the losses of `rows` (the steps advanced since the last read) into
+// the train series and reports each step, all but the last when `hold_last`
+// (an evaluation follows, and reports it). Returns false when a loss is not
+// finite: the series then end at that step, as the run does.
+bool Trainer::record_unread(std::vector<UnreadStep>& rows, ProgressSink* progress, bool hold_last) {
+  const RunConfig& c = config_;
+  TrainSeries& tr = result_.train;
+  const std::vector<std::vector<double>> losses = read_losses();
+  const std::int64_t total = total_steps();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const UnreadStep& u = rows[i];
+    double loss = 0;
+    for (const double l : losses[i]) loss += l;  // in worker order
+    loss /= double(c.workers);
+    tr.step.push_back(u.step);
+    tr.epoch.push_back(double(u.step) / double(steps_per_epoch_));
+    tr.loss.push_back(loss);
+    tr.lr.push_back(u.lr);
+    tr.samples.push_back(u.step * c.workers * c.batch_size);
+    tr.time_s.push_back(u.time_s);
+    tr.comm_s.push_back(u.comm_s);
+    tr.comm_bytes.push_back(u.comm_bytes);
+    tr.worker_loss.insert(tr.worker_loss.end(), losses[i].begin(), losses[i].end());
+    last_event_ = ProgressEvent{};
+    last_event_.step = u.step;
+    last_event_.total_steps = total;
+    last_event_.epoch = int((u.step - 1) / steps_per_epoch_) + 1;
+    last_event_.epochs = c.epochs;
+    last_event_.loss = loss;
+    last_event_.lr = u.lr;
+    last_event_.elapsed_s = u.time_s;
+    if (!std::isfinite(loss)) {
+      // Steps after it ran before the host read this one: the run ends here all the same.
+      SyncSeries& y = result_.syncs;
+      std::size_t keep = 0;
+      while (keep < y.step.size() && y.step[keep] <= u.step) ++keep;
+      y.step.resize(keep);
+      y.level.resize(keep);
+      y.divergence.resize(keep);
+      step_ = u.step;
+      result_.summary.status = RunStatus::diverged;
+      if (progress) progress->message("# diverged: the training loss is not finite at step " + std::to_string(u.step));
+      rows.clear();
+      return false;
+    }
+    loss_since_eval_ += loss;
+    ++steps_since_eval_;
+    if (progress && !(hold_last && i + 1 == rows.size())) progress->progress(last_event_);
+  }
+  rows.clear();
+  return true;
+}
+
 RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoint) {
   const RunConfig& c = config_;
   RunResult& r = result_;
@@ -401,33 +519,22 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
   auto elapsed = [&] { return elapsed_before_ + seconds_since(t0); };
   double last_checkpoint_s = elapsed();
   const std::int64_t total = total_steps();
-  TrainSeries& tr = r.train;
+  std::vector<UnreadStep> unread;
   while (step_ < total) {
     const double lr = lr_->at(step_);
-    const double loss = step();
+    advance();
     kill_point("step");
     fail_point("step");
-    tr.step.push_back(step_);
-    tr.epoch.push_back(double(step_) / double(steps_per_epoch_));
-    tr.loss.push_back(loss);
-    tr.lr.push_back(lr);
-    tr.samples.push_back(step_ * c.workers * c.batch_size);
-    tr.time_s.push_back(elapsed());
-    tr.comm_s.push_back(comm_s_);
-    tr.comm_bytes.push_back(comm_bytes_);
-    tr.worker_loss.insert(tr.worker_loss.end(), last_worker_loss_.begin(), last_worker_loss_.end());
-    ProgressEvent ev{step_, total, int((step_ - 1) / steps_per_epoch_) + 1, c.epochs, loss, -1, lr,
-                     tr.time_s.back(), false};
-    if (!std::isfinite(loss)) {
-      r.summary.status = RunStatus::diverged;
-      if (progress) progress->message("# diverged: the training loss is not finite at step " + std::to_string(step_));
-      break;
-    }
-    loss_since_eval_ += loss;
-    ++steps_since_eval_;
+    unread.push_back({step_, lr, elapsed(), comm_s_, comm_bytes_});
     const bool epoch_end = step_ % steps_per_epoch_ == 0;
-    if (epoch_end || (c.eval_every > 0 && step_ % c.eval_every == 0) || (c.eval_at_sync && averaged_world_)) {
+    const bool eval_due =
+        epoch_end || (c.eval_every > 0 && step_ % c.eval_every == 0) || (c.eval_at_sync && averaged_world_);
+    if (eval_due || std::int64_t(unread.size()) >= read_every_ || step_ == total) {
+      if (!record_unread(unread, progress, eval_due)) break;
+    }
+    if (eval_due) {
       const bool test_due = c.test_every == 0 || step_ % c.test_every == 0 || epoch_end || step_ == total;
+      ProgressEvent& ev = last_event_;
       const bool at_goal = evaluate_into(r, loss_since_eval_ / double(steps_since_eval_), test_due, elapsed());
       loss_since_eval_ = 0;
       steps_since_eval_ = 0;
@@ -440,8 +547,8 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
         std::snprintf(line, sizeof line, "# goal error %g reached at step %lld", c.goal_error, (long long)step_);
         progress->message(line);
       }
+      if (progress) progress->progress(ev);
     }
-    if (progress) progress->progress(ev);
     if (c.stop_at_goal && r.summary.steps_to_goal >= 0) break;
     if (checkpoint.path.empty() || step_ == total) continue;
     // Each process's clock and signals differ: the run's processes decide
@@ -456,6 +563,7 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     if (stop_requested()) flags |= kStop;
     flags = comm_.agree(flags);
     if (flags != 0) {
+      if (!record_unread(unread, progress, false)) break;  // a checkpoint holds the series so far
       elapsed_before_ += seconds_since(t0);
       const auto c0 = Clock::now();
       save_checkpoint(checkpoint.path);

@@ -119,6 +119,10 @@ void check_restored(const std::string& path, const RunResult& r, std::int64_t st
 }  // namespace
 
 void Trainer::save_checkpoint(const std::string& path) {
+  if (unread_steps_ > 0 || unread_syncs_ > 0) {
+    throw Error("Trainer::save_checkpoint: " + std::to_string(unread_steps_) +
+                " steps not read yet (read_losses() first), which the checkpoint's series would miss");
+  }
   result_.assignment = assignment_;
   write_hdf5_atomically(
       path,
@@ -158,6 +162,7 @@ void Trainer::save_checkpoint(const std::string& path) {
 }
 
 void Trainer::restore_checkpoint(const std::string& path) {
+  if (graphs_) graphs_->clear();  // they hold the tensors as they were: captured again
   try {
     restore_checkpoint_unchecked(path);
   } catch (const c10::Error& e) {

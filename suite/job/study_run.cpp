@@ -150,6 +150,7 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
     rec.provenance = provenance(job_, places_, pl.ranks);
     rec.provenance.insert(rec.provenance.end(), {{"threads", std::int64_t(trainer->threads())},
                                                  {"parallel", to_string(trainer->parallelism())},
+                                                 {"cuda_graphs", trainer->cuda_graphs() ? "on" : "off"},
                                                  {"dataset_checksums", d.checksums()}});
     write_run_file(file, rec);
     checkpoints_.remove(p.id, nprocs);

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "dpstudy/build_info.hpp"
+#include "dpstudy/cuda_graphs.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/file_io.hpp"
@@ -389,6 +390,23 @@ void check_placement(const Request& request, const Plan& plan, int world) {
   }
 }
 
+// --cuda_graphs on for a run that cannot be graphed: refused, with the reason
+// and the run, before any run trains.
+void check_cuda_graphs(const Request& request, const Plan& plan, const at::Device& device, int world) {
+  const JobOptions& g = request.options;
+  const CudaGraphs mode = parse_cuda_graphs(g.cuda_graphs);
+  for (const PlannedRun& p : plan.runs) {
+    const int procs =
+        request.study_mode || g.mode == "throughput" ? procs_for_run(p.config, g.procs_per_run, world) : world;
+    try {
+      (void)resolve_cuda_graphs(mode, p.config, device, procs);
+    } catch (const ConfigError& e) {
+      if (request.swept.empty()) throw;
+      throw UsageError("the run " + axes_text(p.values, request.swept) + ": " + e.what());
+    }
+  }
+}
+
 // One run, on the console only; under mpirun, on all processes.
 int run_single(Job& job) {
   const JobOptions& g = job.request.options;
@@ -455,6 +473,8 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
     check_placement(*request, plan, g.dry_run_processes > 0 ? g.dry_run_processes : session.size());
     for (PlannedRun& p : plan.runs) p.factory = workload_model(dataset_spec(p.config.dataset), p.model_values);
     const at::Device device = resolve_device(g, request->stored, session.local_rank());
+    // Not in a dry run: dpstudy-slurm plans on the submitting node with --device cpu.
+    if (!g.dry_run) check_cuda_graphs(*request, plan, device, session.size());
     std::string gpu_driver;
     const std::string gpu = gpu_identity(device, g.deterministic, &gpu_driver);
     if (g.deterministic) set_deterministic(device);
@@ -468,7 +488,7 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
                     gpu,
                     gpu_driver,
                     cpu_kernels(),
-                    Execution{parse_parallelism(g.parallel), g.threads},
+                    Execution{parse_parallelism(g.parallel), g.threads, 0, parse_cuda_graphs(g.cuda_graphs)},
                     prog,
                     workload.name,
                     argc,

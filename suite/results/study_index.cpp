@@ -234,7 +234,7 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
           e.cells.push_back(Cell{"data_digest", 's', 0, 0, data_digest(checksums)});
         }
         // What decides the bits besides the config (docs/studies.md#reproducing-a-run).
-        for (const char* key : {"libtorch", "blas_build", "cpu_kernels", "gpu"}) {
+        for (const char* key : {"libtorch", "blas_build", "cpu_kernels", "gpu", "cuda_graphs"}) {
           if (provenance.has_attr(key)) e.cells.push_back(Cell{key, 's', 0, 0, provenance.get_string(key)});
         }
         // And the code: its version and commit, with uncommitted changes or not (files from

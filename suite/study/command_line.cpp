@@ -47,11 +47,14 @@ void describe(Descriptions& d, JobOptions& g) {
       "how a process uses its threads: workers (its workers side by side, one thread each: the bits do not "
       "depend on --threads), operations (one worker at a time, each operation on all threads), auto (workers "
       "when the process has at least as many workers as threads). CPU only (docs/engine.md)")(
+      "cuda_graphs", po::value(&g.cuda_graphs)->default_value("off"),
+      "whole-step CUDA graphs on a GPU: on (refused, with the reason, for a run that cannot be graphed), "
+      "auto (where a run qualifies), off. The same bits either way; recorded in provenance (docs/gpu.md)")(
       "device", po::value(&g.device)->default_value("auto"),
       "auto (a GPU when there is one, each MPI process the GPU of its local rank), cpu or cuda")(
       "deterministic", po::value(&g.deterministic)->default_value(true),
-      "deterministic algorithms (ATen, cuDNN); recorded in provenance")(
-      "quiet", po::bool_switch(&g.quiet), "print only results and errors")(
+      "deterministic algorithms (ATen, cuDNN); recorded in provenance")("quiet", po::bool_switch(&g.quiet),
+                                                                        "print only results and errors")(
       "verbose", po::bool_switch(&g.verbose), "also print each run's config and data assignment")(
       "expect_accuracy", po::value(&g.expect_accuracy),
       "correctness check: exit 3 unless every run's final test accuracy is at least this fraction");

@@ -37,6 +37,7 @@ struct JobOptions {
   bool deterministic = true;
   int threads = 0;
   std::string parallel = "auto";  // Parallelism, checked when the options are read
+  std::string cuda_graphs = "off";  // CudaGraphs, checked when the options are read
   double expect_accuracy = -1;
   bool expect_given = false;  // --expect_accuracy given: a check to make
   bool quiet = false, verbose = false, force = false, dry_run = false, rebuild_index = false, verify_data = false;

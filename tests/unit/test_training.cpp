@@ -2,11 +2,13 @@
 // (torch::optim::SGD) on the same batches, and the engine itself run twice.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <cstring>
 #include <set>
 
+#include "dpstudy/cuda_graphs.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/fixtures.hpp"
@@ -744,4 +746,113 @@ TEST(Precision, Bf16TrainsWithFloat32WeightsWhereTheCpuHasBf16) {
     EXPECT_TRUE(std::isfinite(a.train.loss[i]));
     EXPECT_NEAR(a.train.loss[i], fp32.train.loss[i], 0.05) << "step " << i;  // bfloat16 keeps 8 bits
   }
+}
+
+// The host reads losses every read_every steps (on a GPU, so that a step need
+// not wait for the device): the series, syncs and evaluations keep every bit,
+// a divergence ends the run at the same step, and a checkpoint taken between
+// reads resumes to the same end.
+TEST(Training, ReadingTheLossesEveryKStepsKeepsEveryBit) {
+  // Bit for bit, so that a NaN equals a NaN of the same bits.
+  auto bits = [](const std::vector<double>& v) {
+    std::vector<std::uint64_t> out(v.size());
+    if (!v.empty()) std::memcpy(out.data(), v.data(), v.size() * sizeof(double));
+    return out;
+  };
+  auto same = [&](const RunResult& a, const RunResult& b, const std::string& what) {
+    EXPECT_EQ(a.summary.status, b.summary.status) << what;
+    EXPECT_EQ(a.summary.steps, b.summary.steps) << what;
+    EXPECT_EQ(a.train.step, b.train.step) << what;
+    EXPECT_EQ(bits(a.train.loss), bits(b.train.loss)) << what;
+    EXPECT_EQ(bits(a.train.worker_loss), bits(b.train.worker_loss)) << what;
+    EXPECT_EQ(a.train.lr, b.train.lr) << what;
+    EXPECT_EQ(a.train.comm_bytes, b.train.comm_bytes) << what;
+    EXPECT_EQ(a.syncs.step, b.syncs.step) << what;
+    EXPECT_EQ(a.syncs.level, b.syncs.level) << what;
+    EXPECT_EQ(bits(a.syncs.divergence), bits(b.syncs.divergence)) << what;
+    EXPECT_EQ(a.eval.step, b.eval.step) << what;
+    EXPECT_EQ(a.eval.train_loss, b.eval.train_loss) << what;
+    EXPECT_EQ(a.eval.val_loss, b.eval.val_loss) << what;
+    EXPECT_EQ(a.eval.test_loss, b.eval.test_loss) << what;
+    EXPECT_EQ(a.eval.worker_divergence, b.eval.worker_divergence) << what;
+  };
+  RunConfig c = base_config();
+  c.workers = 4;
+  c.batch_size = 8;
+  c.epochs = 2;
+  c.sync_period = 4;
+  c.group_size = 2;
+  c.group_sync_period = 2;
+  c.validation_fraction = 0.1;
+  c.eval_every = 5;
+  auto run = [&](const RunConfig& k, int read_every, const CheckpointPolicy& policy = {}) {
+    InProcessCommunicator comm(k.workers);
+    Trainer t(k, tiny(), data(), comm, Execution{Parallelism::automatic, 0, read_every});
+    return t.run(nullptr, policy);
+  };
+  const RunResult every = run(c, 1);
+  ASSERT_EQ(every.summary.status, RunStatus::completed);
+  ASSERT_GE(every.syncs.step.size(), 10u);
+  same(every, run(c, 7), "read every 7 steps");
+  same(every, run(c, 1000), "read at evaluations only");
+
+  test::ScratchDir dir;
+  const std::string ckpt = dir.str() + "/run.ckpt.h5";
+  same(every, run(c, 7, CheckpointPolicy{ckpt, 0, 9}), "checkpointed every 9 steps");
+  {
+    InProcessCommunicator comm(4);
+    Trainer resumed(c, tiny(), data(), comm, Execution{Parallelism::automatic, 0, 3});
+    resumed.restore_checkpoint(ckpt);
+    EXPECT_GT(resumed.current_step(), 0);
+    same(every, resumed.run(), "resumed from the last checkpoint");
+  }
+
+  RunConfig wild = c;
+  wild.lr = 1e6;
+  wild.eval_every = 0;
+  const RunResult diverged = run(wild, 1);
+  ASSERT_EQ(diverged.summary.status, RunStatus::diverged);
+  same(diverged, run(wild, 16), "diverged, read every 16 steps");
+}
+
+// Which runs qualify for whole-step CUDA graphs, and why the others do not.
+// A CUDA device here is only a name: nothing runs on it.
+TEST(CudaGraphs, WhichRunsQualifyAndWhyTheOthersDoNot) {
+  EXPECT_EQ(parse_cuda_graphs("auto"), CudaGraphs::automatic);
+  EXPECT_EQ(to_string(parse_cuda_graphs("on")), "on");
+  EXPECT_EQ(to_string(parse_cuda_graphs("off")), "off");
+  EXPECT_THROW(parse_cuda_graphs("maybe"), ConfigError);
+  const RunConfig c = base_config();
+  const c10::Device cpu(c10::kCPU), gpu(c10::kCUDA, 0);
+  EXPECT_EQ(why_not_graphed(c, gpu, 1), "");
+  EXPECT_TRUE(resolve_cuda_graphs(CudaGraphs::automatic, c, gpu, 1));
+  EXPECT_FALSE(resolve_cuda_graphs(CudaGraphs::off, c, gpu, 1));
+  EXPECT_NE(why_not_graphed(c, cpu, 1).find("needs a CUDA device, and this run trains on the cpu"), std::string::npos);
+  EXPECT_FALSE(resolve_cuda_graphs(CudaGraphs::automatic, c, cpu, 1));
+  try {
+    resolve_cuda_graphs(CudaGraphs::on, c, cpu, 1);
+    ADD_FAILURE() << "on, on the CPU, was not refused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--cuda_graphs: 'on' cannot apply: needs a CUDA device"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NE(why_not_graphed(c, gpu, 2).find("2 processes average through MPI on the host"), std::string::npos);
+  RunConfig cosine = c;
+  cosine.schedule = LrSchedule::cosine;
+  EXPECT_NE(why_not_graphed(cosine, gpu, 1).find("changes at every step (schedule cosine)"), std::string::npos);
+  RunConfig step = c;  // a rate that changes at milestones only: captured again at each
+  step.schedule = LrSchedule::step;
+  step.lr_milestones = {1};
+  step.warmup_epochs = 0.5;  // and stepped eagerly while it warms up
+  EXPECT_EQ(why_not_graphed(step, gpu, 1), "");
+  RunConfig bf16 = c;
+  bf16.precision = Precision::bf16;
+  EXPECT_EQ(why_not_graphed(bf16, gpu, 1).empty(), TORCH_VERSION_MAJOR >= 2) << why_not_graphed(bf16, gpu, 1);
+
+  // A Trainer asked for graphs on the CPU refuses; auto there steps eagerly.
+  InProcessCommunicator comm(1);
+  EXPECT_THROW(Trainer(c, tiny(), data(), comm, Execution{Parallelism::automatic, 0, 0, CudaGraphs::on}), ConfigError);
+  const Trainer automatic(c, tiny(), data(), comm, Execution{Parallelism::automatic, 0, 0, CudaGraphs::automatic});
+  EXPECT_FALSE(automatic.cuda_graphs());
+  EXPECT_EQ(automatic.graph_captures(), 0);
 }

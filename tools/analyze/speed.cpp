@@ -71,7 +71,7 @@ const std::set<std::string> kNotKeys = {"benchmark",     "run_type",          "a
                                         "comm_fraction", "alg_bytes_per_s",   "bus_bytes_per_s", "peak_rss_mib"};
 // How a point ran, not what it trained: a 1-worker point runs on 1 process, one operation at
 // a time, and is still the baseline of a 4-worker point on 4 processes.
-const std::set<std::string> kHow = {"workers", "procs", "parallel", kGlobalBatch};
+const std::set<std::string> kHow = {"workers", "procs", "parallel", "cuda_graphs", kGlobalBatch};
 
 }  // namespace
 
@@ -85,7 +85,8 @@ SpeedPoints speed_points(const std::string& dir, const std::vector<std::string>&
   }
   p.s = read_speed(p.path);
   const Speed& s = p.s;
-  for (const char* k : {"workers", "batch_size", kGlobalBatch, "sync_period", "procs", "device", "parallel"}) {
+  for (const char* k :
+       {"workers", "batch_size", kGlobalBatch, "sync_period", "procs", "device", "parallel", "cuda_graphs"}) {
     if (s.columns.count(k)) p.keys.push_back(k);
   }
   for (const auto& [name, values] : s.columns) {

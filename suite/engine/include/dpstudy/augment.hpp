@@ -8,9 +8,11 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "dpstudy/rng.hpp"
+#include "dpstudy/upload.hpp"
 
 namespace dpstudy {
 
@@ -19,11 +21,18 @@ class Augmenter {
   // `pad` pixels on each side (4 for CIFAR); `fill` is the per-channel value
   // of a zero pixel after normalisation (-mean / std).
   Augmenter(std::uint64_t seed, int worker, int pad, std::vector<double> fill);
-  // Crops and flips `batch` [B, C, H, W] (float, normalised) into `out`.
-  void apply(const at::Tensor& batch, at::Tensor& out);
-  // On a GPU the draws go over in one copy from pinned memory that does not
-  // wait: the caller must wait for the device (as Trainer::step does, for the
-  // losses) before the next apply() writes them again.
+  // Crops and flips `batch` [B, C, H, W] (float, normalised) into `out`:
+  // draw() then apply_drawn().
+  void apply(const at::Tensor& batch, at::Tensor& out) {
+    draw(batch);
+    apply_drawn(batch, out);
+  }
+  // The host part: the next draws for a batch shaped as `batch`, sent to the
+  // device in one copy that does not wait (Upload).
+  void draw(const at::Tensor& batch);
+  // The device part, which a CUDA graph can capture: the crops and flips of
+  // the last draw(), from fixed buffers.
+  void apply_drawn(const at::Tensor& batch, at::Tensor& out);
   // The draws of the last apply(): per image, the crop offsets in [0, 2 pad]
   // and whether it was flipped (for tests).
   std::vector<std::int64_t> offsets_y() const { return draws(0); }
@@ -39,9 +48,11 @@ class Augmenter {
   std::vector<double> fill_;
   std::vector<std::int64_t> draws(int row) const;
   // Reused across batches of one size on one device: the draws [3, B] (rows
-  // y offset, x offset, flip) on the host and on the device, the border's value
-  // [1, C, 1, 1] on the device, the padded batch.
-  at::Tensor draws_, draws_device_, fill_device_, padded_;
+  // y offset, x offset, flip), the border's value [1, C, 1, 1] on the device,
+  // the padded batch.
+  std::unique_ptr<Upload> draws_;
+  at::Tensor fill_device_, padded_;
+  std::vector<std::int64_t> last_;  // the last draws, rows one after another
 };
 
 }  // namespace dpstudy

@@ -12,6 +12,7 @@
 
 #include "dpstudy/augment.hpp"
 #include "dpstudy/communicator.hpp"
+#include "dpstudy/cuda_graphs.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/learning_rate.hpp"
 #include "dpstudy/metrics.hpp"
@@ -19,6 +20,7 @@
 #include "dpstudy/replica.hpp"
 #include "dpstudy/run_config.hpp"
 #include "dpstudy/sampler.hpp"
+#include "dpstudy/upload.hpp"
 
 namespace dpstudy {
 
@@ -59,9 +61,15 @@ Parallelism resolve_parallelism(Parallelism p, int local_workers, int threads, c
 // Trainer is made) and how it spreads them. With the workers side by side the
 // Trainer sets LibTorch's own count to 1 while it steps or evaluates (oneDNN
 // sizes its convolutions by it) and back to `threads` for a Trainer that does not.
+// The host reads a step's losses at read points only: evaluations,
+// checkpoints, the end, and every `read_every` steps (0: every step on the
+// CPU, every 64 on a GPU), so that a GPU step need not wait for the device.
+// Steps captured as CUDA graphs as `cuda_graphs` says (cuda_graphs.hpp).
 struct Execution {
   Parallelism parallel = Parallelism::automatic;
   int threads = 0;
+  int read_every = 0;
+  CudaGraphs cuda_graphs = CudaGraphs::off;
 };
 
 // When a run saves its full state, so that a killed run resumes where it was.
@@ -117,8 +125,14 @@ class Trainer {
   // Dataset indices of the shard worker w draws from.
   const std::vector<std::int64_t>& shard_of(int worker) const;
   const std::vector<std::int64_t>& validation_indices() const { return val_idx_; }
-  // Runs one step; returns the mean minibatch loss over the workers.
+  // Runs one step; returns the mean minibatch loss over the workers (which waits for the device).
   double step();
+  // Runs one step and leaves its losses on the device, unread.
+  void advance();
+  // The losses of the steps advanced and not read yet, [step][worker] over
+  // all the run's workers; also reads the divergences of their averagings
+  // into the syncs series. Waits for the device.
+  std::vector<std::vector<double>> read_losses();
   // Wall time spent averaging, and bytes averaged per worker, since the run began.
   double comm_seconds() const { return comm_s_; }
   // Time spent writing checkpoints in run() (outside wall_time_s).
@@ -127,14 +141,35 @@ class Trainer {
   // workers or operations, as resolved for this process, and its threads (provenance).
   Parallelism parallelism() const { return side_by_side_ ? Parallelism::workers : Parallelism::operations; }
   int threads() const { return threads_; }
+  // Whether its steps run as CUDA graphs, and how many graphs it captured.
+  bool cuda_graphs() const { return graphs_ != nullptr; }
+  int graph_captures() const { return graphs_ ? graphs_->captures() : 0; }
 
  private:
   void announce(ProgressSink* progress) const;
+  // A step advanced and not read yet: what run() records of it besides its losses.
+  struct UnreadStep {
+    std::int64_t step;
+    double lr, time_s, comm_s;
+    std::int64_t comm_bytes;
+  };
+  bool record_unread(std::vector<UnreadStep>& rows, ProgressSink* progress, bool hold_last);
+  ProgressEvent last_event_{};  // of the last step recorded
   void summarize(RunResult& r, double wall_time_s);
   struct Evaluation {
     double loss, accuracy;
   };
-  void average_parameters(int count, int level);
+  // What a step does, decided on the host before it: a CUDA graph holds one kind.
+  struct StepKind {
+    double lr = 0;
+    bool synchronous = true, update_once = false;
+    int average = 0;  // after the update: 0 none, 1 every group, 2 all workers
+  };
+  StepKind kind_of(std::int64_t step) const;
+  // A step's device work: what a CUDA graph captures. `timed`: add the
+  // averaging's wall time to comm_seconds() (not while capturing).
+  void device_step(const StepKind& kind, bool timed);
+  void average_parameters(int count);
   Evaluation evaluate(const at::Tensor& x, const at::Tensor& y, const at::Tensor* index);
   // Evaluates the averaged model; the test split when `test_due`, when there is
   // no validation split, or when this evaluation first reaches the goal. Records
@@ -156,7 +191,16 @@ class Trainer {
   std::vector<std::vector<std::int64_t>> shards_;   // per owner, dataset indices
   std::vector<ShardSampler> samplers_;              // per local worker
   std::vector<Augmenter> augmenters_;               // per local worker, when augmenting
-  std::vector<at::Tensor> batch_idx_, batch_idx_device_, batch_x_, batch_y_, batch_aug_;
+  std::vector<Upload> batch_idx_;                   // per local worker
+  std::vector<at::Tensor> batch_x_, batch_y_, batch_aug_;
+  // What the host reads at read points only (Execution::read_every): each
+  // local worker's loss of the last step, and its distance from the mean at
+  // the last averaging ([local W] float), and their rows not read yet.
+  at::Tensor loss_now_, loss_log_, distance_now_, distance_log_;
+  std::int64_t unread_steps_ = 0, unread_syncs_ = 0;
+  int read_every_ = 1;
+  // Appends `now` as row `row` of `log`, which doubles when full.
+  static void log_row(at::Tensor& log, std::int64_t row, const at::Tensor& now);
   std::vector<at::Tensor> grads_, params_, momenta_, buffers_;  // views of the replicas' flat buffers
   at::Tensor mean_;
   at::Tensor mask_;  // 0 for pruned weights, in the flat parameter layout; undefined when dense
@@ -167,6 +211,8 @@ class Trainer {
   bool averaged_world_ = false;  // the last step ended with a parameter averaging over all workers
   bool side_by_side_ = false;  // Parallelism::workers
   int threads_ = 1;
+  std::unique_ptr<StepGraphs> graphs_;  // with --cuda_graphs; null for eager steps
+  double graph_lr_ = -1;                // the rate the graphs hold
   // The threads (trainer_threads.cpp). The process's LibTorch thread count,
   // also after a Trainer with its workers side by side set it to 1.
   static int process_threads();
@@ -176,7 +222,6 @@ class Trainer {
   void for_each_local(int n, const std::function<void(int)>& task) const;
   double comm_s_ = 0, eval_s_ = 0, last_divergence_ = 0, checkpoint_s_ = 0;
   std::int64_t comm_bytes_ = 0;
-  std::vector<double> last_worker_loss_;
   RunResult result_;  // the series so far
   AssignmentStats assignment_;
   double loss_since_eval_ = 0, elapsed_before_ = 0;

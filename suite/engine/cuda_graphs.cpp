@@ -1,0 +1,179 @@
+#include "dpstudy/cuda_graphs.hpp"
+
+#include <torch/version.h>
+
+#include "dpstudy/config.hpp"
+#include "dpstudy/error.hpp"
+
+#if DPSTUDY_CUDA
+#include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <map>
+#include <optional>
+#include <vector>
+#endif
+
+namespace dpstudy {
+
+// LibTorch 2.x can turn autocast's cache of weight casts off: a capture must not keep those casts.
+#if TORCH_VERSION_MAJOR >= 2
+constexpr bool kAutocastCacheSwitch = true;
+#else
+constexpr bool kAutocastCacheSwitch = false;
+#endif
+
+CudaGraphs parse_cuda_graphs(const std::string& text) {
+  if (text == "auto") return CudaGraphs::automatic;
+  if (text == "on") return CudaGraphs::on;
+  if (text == "off") return CudaGraphs::off;
+  throw ConfigError("cuda_graphs", text, "is not one of: auto, on, off");
+}
+
+std::string to_string(CudaGraphs g) { return g == CudaGraphs::automatic ? "auto" : g == CudaGraphs::on ? "on" : "off"; }
+
+std::string why_not_graphed(const RunConfig& c, const c10::Device& device, int processes) {
+  if (!device.is_cuda()) return "needs a CUDA device, and this run trains on the " + device.str();
+  if (processes > 1) {
+    return "the run's " + std::to_string(processes) +
+           " processes average through MPI on the host, which a graph cannot hold (one process per run can)";
+  }
+  if (c.schedule == LrSchedule::cosine || c.schedule == LrSchedule::linear) {
+    return "the learning rate changes at every step (schedule " +
+           std::string(c.schedule == LrSchedule::cosine ? "cosine" : "linear") +
+           "), and a graph holds the rate it was captured with";
+  }
+  if (c.precision == Precision::bf16 && !kAutocastCacheSwitch) {
+    return "bf16 needs LibTorch 2 or later here: autocast's cache must be off while a step is captured";
+  }
+  return {};
+}
+
+bool resolve_cuda_graphs(CudaGraphs g, const RunConfig& c, const c10::Device& device, int processes) {
+  if (g == CudaGraphs::off) return false;
+  const std::string why = why_not_graphed(c, device, processes);
+  if (why.empty()) return true;
+  if (g == CudaGraphs::on) throw ConfigError("cuda_graphs", "on", "cannot apply: " + why);
+  return false;
+}
+
+#if DPSTUDY_CUDA
+
+struct StepGraphs::Impl {
+  c10::Device device;
+  int warmup;
+  c10::cuda::CUDAStream capture;  // where warm-up and capture run
+  struct Kind {
+    int eager = 0;
+    std::unique_ptr<at::cuda::CUDAGraph> graph;
+  };
+  std::map<std::string, Kind> kinds;
+  // Made once and recorded again each step, so that nothing is created while capturing.
+  at::cuda::CUDAEvent enter, leave, fork;
+  std::vector<at::cuda::CUDAEvent> joined;
+  std::vector<c10::cuda::CUDAStream> streams;
+};
+
+StepGraphs::StepGraphs(const c10::Device& device, int warmup)
+    : impl_(new Impl{device, warmup, c10::cuda::getStreamFromPool(false, device.index()), {}, {}, {}, {}, {}, {}}) {
+  if (!device.is_cuda()) throw Error("StepGraphs: needs a CUDA device, not the " + device.str());
+}
+
+StepGraphs::~StepGraphs() = default;
+
+void StepGraphs::clear() { impl_->kinds.clear(); }
+
+void StepGraphs::run(const std::string& key, const std::function<void()>& body) {
+  Impl& m = *impl_;
+  Impl::Kind& kind = m.kinds[key];
+  if (kind.graph) {
+    kind.graph->replay();
+    return;
+  }
+  // The capture stream follows the current one, and the current one waits for it.
+  const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(m.device.index());
+  m.enter.record(current);
+  m.enter.block(m.capture);
+  {
+    const c10::cuda::CUDAStreamGuard on_capture(m.capture);
+#if TORCH_VERSION_MAJOR >= 2
+    const bool cached = at::autocast::is_autocast_cache_enabled();
+    at::autocast::set_autocast_cache_enabled(false);
+#endif
+    try {
+      if (kind.eager < m.warmup) {
+        body();
+        ++kind.eager;
+      } else {
+        auto graph = std::make_unique<at::cuda::CUDAGraph>();
+        graph->capture_begin();
+        try {
+          body();
+        } catch (...) {
+          try {
+            graph->capture_end();
+          } catch (...) {  // the first error says more
+          }
+          throw;
+        }
+        graph->capture_end();
+        kind.graph = std::move(graph);
+        ++captures_;
+      }
+    } catch (...) {
+#if TORCH_VERSION_MAJOR >= 2
+      at::autocast::set_autocast_cache_enabled(cached);
+#endif
+      throw;
+    }
+#if TORCH_VERSION_MAJOR >= 2
+    at::autocast::set_autocast_cache_enabled(cached);
+#endif
+  }
+  m.leave.record(m.capture);
+  m.leave.block(current);
+  if (kind.graph) kind.graph->replay();  // a capture runs nothing: this step's work
+}
+
+void StepGraphs::on_own_streams(int n, const std::function<void(int)>& task) {
+  Impl& m = *impl_;
+  while (int(m.streams.size()) < n) {
+    m.streams.push_back(c10::cuda::getStreamFromPool(false, m.device.index()));
+    m.joined.emplace_back();
+  }
+  const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(m.device.index());
+  m.fork.record(current);
+  for (int i = 0; i < n; ++i) {
+    const auto s = std::size_t(i);
+    m.fork.block(m.streams[s]);
+    {
+      const c10::cuda::CUDAStreamGuard on_own(m.streams[s]);
+      task(i);
+    }
+    m.joined[s].record(m.streams[s]);
+  }
+  for (int i = 0; i < n; ++i) m.joined[std::size_t(i)].block(current);
+}
+
+#else  // a build without CUDA: no device can qualify (why_not_graphed)
+
+struct StepGraphs::Impl {};
+
+StepGraphs::StepGraphs(const c10::Device& device, int) {
+  throw Error("StepGraphs: this dpstudy was built without CUDA (DPSTUDY_WITH_CUDA=OFF), so the " + device.str() +
+              " cannot run CUDA graphs");
+}
+
+StepGraphs::~StepGraphs() = default;
+void StepGraphs::clear() {}
+void StepGraphs::run(const std::string&, const std::function<void()>& body) { body(); }
+void StepGraphs::on_own_streams(int n, const std::function<void(int)>& task) {
+  for (int i = 0; i < n; ++i) task(i);
+}
+
+#endif
+
+}  // namespace dpstudy
