@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Whole-step CUDA graphs (--cuda_graphs), where a GPU is visible (else exit 77:
+CTest reports the test as skipped). A graphed run must give the bits of the same
+run stepped eagerly:
+
+- the MLP and ResNet-20, with W = 1, 2 and 8, synchronous and local SGD (with
+  group averaging), a step schedule whose milestone makes the graphs be captured
+  again, and a warm-up stepped eagerly;
+- 1 and 2 processes sharing the GPU (each process training runs of its own);
+- a graphed run killed and resumed from its checkpoint in the middle;
+- --reproduce of a graphed run, graphed and eager;
+- --cuda_graphs on is refused, with the reason, for a run spread over 2 processes.
+
+usage: test_gpu_graphs.py MLP_EXE RESNET_EXE DPSTUDY_DATA [MPIEXEC]
+"""
+import glob
+import os
+import subprocess
+import sys
+import unittest
+
+import h5py
+
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
+from h5compare import assert_same_study
+
+MLP, RESNET, DATA_TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
+MPIEXEC = sys.argv[4] if len(sys.argv) > 4 else None
+SKIP = 77
+
+
+def run(exe, args, mpi=0, env=None):
+    cmd = [exe, "--threads", "1", "--device", "cuda", *args]
+    if mpi:
+        cmd = [MPIEXEC, "-n", str(mpi), "--oversubscribe"] + cmd
+    return subprocess.run(cmd, capture_output=True, text=True, env={**MPI_ENV, **(env or {})}, timeout=900)
+
+
+class Graphs(TempFolderTest):
+    prefix = "dpstudy-gpu-graphs-test-"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.data = os.path.join(cls.tmp, "data")
+        # 2048 training images: 16 steps an epoch at 8 x 16, enough for each kind
+        # of step to be stepped eagerly twice, captured and replayed.
+        make_fixtures(DATA_TOOL, cls.data, "2048", "100")
+
+    def study(self, exe, name, graphs, *args, mpi=0, env=None, status=0):
+        out = os.path.join(self.tmp, name)
+        r = run(exe, ["--data_dir", self.data, "--output", out, "--name", "s", "--cuda_graphs", graphs,
+                      *args], mpi=mpi, env=env)
+        self.assertEqual(r.returncode, status, r.stdout + r.stderr)
+        return os.path.join(out, "s"), r
+
+    def graphed(self, folder, expected="on"):
+        for path in glob.glob(os.path.join(folder, "runs", "*.h5")):
+            with h5py.File(path, "r") as f:
+                self.assertEqual(f["provenance"].attrs["cuda_graphs"], expected, path)
+
+    def same_either_way(self, exe, name, *args, runs):
+        eager, _ = self.study(exe, name + "-eager", "off", *args)
+        graphed, _ = self.study(exe, name + "-graphed", "on", *args)
+        self.graphed(eager, "off")
+        self.graphed(graphed)
+        self.assertEqual(len(assert_same_study(self, eager, graphed)), runs)
+        return eager, graphed
+
+    def test_the_mlp_graphed_gives_the_eager_bits(self):
+        self.same_either_way(MLP, "mlp", "--dataset", "mnist", "--workers", "1,2,8", "--batch_size", "16",
+                             "--sync_period", "1,4", "--group_size", "2", "--group_sync_period", "2", "--epochs", "2",
+                             "--exclude", "workers=1 & sync_period=4", "--schedule", "step", "--lr_milestones", "1",
+                             "--eval_every", "5", "--validation_fraction", "0.1", runs=5)
+
+    def test_resnet20_graphed_gives_the_eager_bits(self):
+        # Batch norm (its statistics averaged), crop-and-flip augmentation, and a warm-up stepped eagerly.
+        self.same_either_way(RESNET, "resnet", "--depth", "20", "--workers", "1,2,8", "--batch_size", "16",
+                             "--sync_period", "1,3", "--epochs", "1", "--warmup_epochs", "0.25",
+                             "--exclude", "workers=1 & sync_period=3", runs=5)
+
+    def test_bf16_graphed_gives_the_eager_bits(self):
+        self.same_either_way(RESNET, "bf16", "--depth", "8", "--workers", "2", "--batch_size", "16",
+                             "--sync_period", "2", "--epochs", "1", "--precision", "bf16", runs=1)
+
+    @unittest.skipUnless(MPIEXEC, "no mpiexec given")
+    def test_two_processes_sharing_the_gpu_give_the_bits_of_one(self):
+        args = ["--dataset", "mnist", "--workers", "2,8", "--batch_size", "16", "--sync_period", "1,4", "--epochs", "1"]
+        one, _ = self.study(MLP, "one", "off", *args)
+        two, _ = self.study(MLP, "two", "on", *args, "--procs_per_run", "1", mpi=2)
+        self.graphed(two)
+        self.assertEqual(len(assert_same_study(self, one, two)), 4)
+
+    @unittest.skipUnless(MPIEXEC, "no mpiexec given")
+    def test_on_is_refused_for_a_run_over_two_processes(self):
+        _, r = self.study(MLP, "spread", "on", "--dataset", "mnist", "--workers", "2", "--batch_size", "16",
+                          "--procs_per_run", "2", mpi=2, status=2)
+        self.assertIn("--cuda_graphs: 'on' cannot apply: the run's 2 processes average through MPI on the host",
+                      r.stdout + r.stderr)
+        auto, _ = self.study(MLP, "spread-auto", "auto", "--dataset", "mnist", "--workers", "2", "--batch_size", "16",
+                             "--epochs", "1", "--procs_per_run", "2", mpi=2)
+        self.graphed(auto, "off")
+
+    def test_a_graphed_run_killed_and_resumed_gives_the_bits_of_one_not_killed(self):
+        args = ["--dataset", "mnist", "--workers", "8", "--batch_size", "16", "--sync_period", "4", "--epochs", "2",
+                "--checkpoint_steps", "6"]
+        whole, _ = self.study(MLP, "whole", "off", *args)
+        killed, r = self.study(MLP, "killed", "on", *args, env={"DPSTUDY_TEST_KILL_AT": "step:20"}, status=-9)
+        self.assertIn("DPSTUDY_TEST_KILL_AT: killing this process at step:20", r.stderr)
+        resumed, r = self.study(MLP, "killed", "on", *args)
+        self.assertIn("resuming from its checkpoint at step 18", r.stdout + r.stderr)
+        self.graphed(resumed)
+        self.assertEqual(len(assert_same_study(self, whole, resumed)), 1)
+
+    def test_a_graphed_run_is_reproduced_bit_for_bit(self):
+        out, _ = self.study(MLP, "reference", "on", "--dataset", "mnist", "--workers", "8", "--batch_size", "16",
+                            "--sync_period", "4", "--epochs", "1")
+        (reference,) = glob.glob(os.path.join(out, "runs", "*.h5"))
+        for graphs in ("on", "off"):
+            r = run(MLP, ["--reproduce", reference, "--data_dir", self.data, "--output",
+                          os.path.join(self.tmp, "again-" + graphs), "--cuda_graphs", graphs])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("# reproduce: identical", r.stdout)
+            self.assertRegex(r.stdout, r"\n  cuda_graphs       " + ("same: on" if graphs == "on" else "on -> off"))
+
+
+if __name__ == "__main__":
+    probe = run(MLP, ["--data_dir", "/nonexistent", "--dry_run"])
+    if "is not available" in probe.stdout + probe.stderr:
+        print("skipped: no GPU visible to this build:", (probe.stdout + probe.stderr).strip())
+        sys.exit(SKIP)
+    unittest.main(argv=sys.argv[:1], verbosity=2)
