@@ -5,16 +5,26 @@
 #include "dpstudy/error.hpp"
 
 namespace dpstudy {
+
+at::Tensor slice_of(const at::Tensor& flat, std::int64_t offset, at::IntArrayRef sizes, bool channels_last) {
+  std::int64_t n = 1;
+  for (const std::int64_t s : sizes) n *= s;
+  const at::Tensor slice = flat.narrow(0, offset, n);
+  if (!channels_last || sizes.size() != 4) return slice.view(sizes);
+  // [N, C, H, W] over memory laid out as [N, H, W, C]: strides (HWC, 1, WC, C).
+  return slice.view({sizes[0], sizes[2], sizes[3], sizes[1]}).permute({0, 3, 1, 2});
+}
+
 namespace {
 
 // Moves each tensor's data into a slice of one new flat buffer and returns it.
-at::Tensor flatten_into_one(std::vector<at::Tensor> tensors, const at::TensorOptions& options) {
+at::Tensor flatten_into_one(std::vector<at::Tensor> tensors, const at::TensorOptions& options, bool channels_last) {
   std::int64_t total = 0;
   for (const auto& t : tensors) total += t.numel();
   at::Tensor flat = at::empty({total}, options);
   std::int64_t offset = 0;
   for (auto& t : tensors) {
-    at::Tensor view = flat.narrow(0, offset, t.numel()).view(t.sizes());
+    at::Tensor view = slice_of(flat, offset, t.sizes(), channels_last);
     view.copy_(t.detach());
     t.set_data(view);
     offset += t.numel();
@@ -24,23 +34,24 @@ at::Tensor flatten_into_one(std::vector<at::Tensor> tensors, const at::TensorOpt
 
 }  // namespace
 
-Replica::Replica(std::shared_ptr<Model> model) : model_(std::move(model)) {
+Replica::Replica(std::shared_ptr<Model> model, MemoryFormat format)
+    : model_(std::move(model)), channels_last_(format == MemoryFormat::channels_last) {
   std::vector<at::Tensor> params = model_->parameters();
   const at::TensorOptions options = params.empty() ? at::TensorOptions(at::kFloat) : params[0].options();
-  params_ = flatten_into_one(params, options.requires_grad(false));
+  params_ = flatten_into_one(params, options.requires_grad(false), channels_last_);
   grads_ = at::zeros_like(params_);
   momentum_ = at::zeros_like(params_);
   zero_ = at::zeros({}, params_.options());
   std::int64_t offset = 0;
   for (auto& p : params) {
-    grad_views_.push_back(grads_.narrow(0, offset, p.numel()).view(p.sizes()));
+    grad_views_.push_back(slice_of(grads_, offset, p.sizes(), channels_last_));
     offset += p.numel();
   }
   std::vector<at::Tensor> floating;
   for (const auto& b : model_->buffers()) {
     if (at::isFloatingType(b.scalar_type())) floating.push_back(b);
   }
-  buffers_ = flatten_into_one(floating, options.requires_grad(false));
+  buffers_ = flatten_into_one(floating, options.requires_grad(false), false);
   parameters_ = std::move(params);
   // Other tensors on the same storage: set_data on params_ while mirroring leaves them here.
   own_params_ = params_.view({-1});
@@ -80,7 +91,7 @@ void Replica::point_at(const at::Tensor& params, const at::Tensor& momentum) {
   momentum_.set_data(momentum);
   std::int64_t offset = 0;
   for (auto& p : parameters_) {
-    p.set_data(params.narrow(0, offset, p.numel()).view(p.sizes()));
+    p.set_data(slice_of(params, offset, p.sizes(), channels_last_));
     offset += p.numel();
   }
 }
@@ -100,6 +111,15 @@ void Replica::own_weights() {
   own_momentum_.copy_(momentum_);
   point_at(own_params_, own_momentum_);
   mirrored_ = nullptr;
+}
+
+void check_memory_format(MemoryFormat format, Model& model) {
+  if (format != MemoryFormat::channels_last) return;
+  for (const auto& p : model.parameters()) {
+    if (p.dim() == 4) return;
+  }
+  throw ConfigError("memory_format", "channels_last",
+                    "needs a model with convolutions (4-D weights), and this one has none: use contiguous");
 }
 
 void sgd_step(Replica& r, const SgdSettings& s, double lr) {

@@ -116,9 +116,10 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
   auto build = [&] {
     std::shared_ptr<Model> m = factory();
     m->to(device);
-    return std::make_unique<Replica>(m);
+    return std::make_unique<Replica>(m, c.memory_format);
   };
   eval_ = build();
+  check_memory_format(c.memory_format, eval_->model());
   eval_->model().eval();
   const int first = comm_.first_local_worker();
   const auto& shape = data_.train_x.sizes();
@@ -157,7 +158,7 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
       for (std::int64_t b = 0; b < c.snip_batches; ++b) {
         sampler.next(idx.data_ptr<std::int64_t>(), c.batch_size);
         const at::Tensor on_device = idx.to(device);
-        xs.push_back(data_.train_x.index_select(0, on_device));
+        xs.push_back(in_format(data_.train_x.index_select(0, on_device)));
         ys.push_back(data_.train_y.index_select(0, on_device));
       }
       eval_->model().train();  // as in training (batch norm on batch statistics)
@@ -175,6 +176,14 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
     sparsity_ = sparsity_of(*eval_, mask_);
   }
   mean_ = at::empty_like(eval_->params());
+  prepare_launches(execution);
+  val_index_ = at::tensor(val_idx_, at::kLong).to(device);
+  lr_ = std::make_unique<LearningRate>(c, steps_per_epoch_);
+  sgd_ = {c.optimizer, c.momentum, c.weight_decay};
+}
+
+void Trainer::prepare_launches(const Execution& execution) {
+  const at::Device device = data_.train_x.device();
   read_every_ = execution.read_every > 0 ? execution.read_every : device.is_cpu() ? 1 : 64;
   const auto local = std::int64_t(replicas_.size());
   loss_now_ = at::zeros({local}, at::TensorOptions(at::kFloat).device(device));
@@ -182,10 +191,9 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
   loss_log_ = at::empty({read_every_, local}, loss_now_.options());
   distance_log_ = at::empty({4, local}, loss_now_.options());
   const int processes = comm_.world_workers() / std::max(1, comm_.local_workers());
-  if (resolve_cuda_graphs(execution.cuda_graphs, c, device, processes)) graphs_ = std::make_unique<StepGraphs>(device);
-  val_index_ = at::tensor(val_idx_, at::kLong).to(device);
-  lr_ = std::make_unique<LearningRate>(c, steps_per_epoch_);
-  sgd_ = {c.optimizer, c.momentum, c.weight_decay};
+  if (resolve_cuda_graphs(execution.cuda_graphs, config_, device, processes)) {
+    graphs_ = std::make_unique<StepGraphs>(device);
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -318,7 +326,7 @@ void Trainer::device_step(const StepKind& k, bool timed) {
       // bf16: the forward pass under autocast; the loss of its logits in float32
       // (to() returns the tensor itself when it is float32 already: fp32's bits are untouched).
       const PrecisionScope precision(c.precision, data_.train_x.device());
-      loss = at::cross_entropy_loss(r.model().forward(*input).to(at::kFloat), batch_y_[w]);
+      loss = at::cross_entropy_loss(r.model().forward(in_format(*input)).to(at::kFloat), batch_y_[w]);
     }
     r.backward(loss);
     loss_now_.select(0, i).copy_(loss.detach());

@@ -47,7 +47,7 @@ Trainer::Evaluation Trainer::evaluate(const at::Tensor& x, const at::Tensor& y, 
       at::Tensor logits;
       {
         const PrecisionScope precision(config_.precision, x.device());
-        logits = eval_->model().forward(xb).to(at::kFloat);
+        logits = eval_->model().forward(in_format(xb)).to(at::kFloat);
       }
       loss_of[lw] += at::cross_entropy_loss(logits, yb, {}, at::Reduction::Sum).item<double>();
       correct_of[lw] += double(logits.argmax(1).eq(yb).sum().item<std::int64_t>());  // exact below 2^53

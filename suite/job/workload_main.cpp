@@ -407,6 +407,20 @@ void check_cuda_graphs(const Request& request, const Plan& plan, const at::Devic
   }
 }
 
+// --memory_format channels_last for a model without convolutions: refused
+// before any run trains (a model of each such run built once, on the CPU).
+void check_memory_formats(const Request& request, const Plan& plan) {
+  for (const PlannedRun& p : plan.runs) {
+    if (p.config.memory_format != MemoryFormat::channels_last) continue;
+    try {
+      check_memory_format(p.config.memory_format, *p.factory());
+    } catch (const ConfigError& e) {
+      if (request.swept.empty()) throw;
+      throw UsageError("the run " + axes_text(p.values, request.swept) + ": " + e.what());
+    }
+  }
+}
+
 // One run, on the console only; under mpirun, on all processes.
 int run_single(Job& job) {
   const JobOptions& g = job.request.options;
@@ -472,6 +486,7 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
     plan = plan_runs(*request, workload);
     check_placement(*request, plan, g.dry_run_processes > 0 ? g.dry_run_processes : session.size());
     for (PlannedRun& p : plan.runs) p.factory = workload_model(dataset_spec(p.config.dataset), p.model_values);
+    check_memory_formats(*request, plan);
     const at::Device device = resolve_device(g, request->stored, session.local_rank());
     // Not in a dry run: dpstudy-slurm plans on the submitting node with --device cpu.
     if (!g.dry_run) check_cuda_graphs(*request, plan, device, session.size());

@@ -50,6 +50,8 @@ const Names<WarmupStart> kWarmupStarts{{{WarmupStart::zero, "zero"}, {WarmupStar
 const Names<Augmentation> kAugmentations{{{Augmentation::none, "none"}, {Augmentation::crop_flip, "crop_flip"}}};
 const Names<Pruning> kPrunings{{{Pruning::snip, "snip"}, {Pruning::random, "random"}}};
 const Names<Precision> kPrecisions{{{Precision::fp32, "fp32"}, {Precision::tf32, "tf32"}, {Precision::bf16, "bf16"}}};
+const Names<MemoryFormat> kMemoryFormats{
+    {{MemoryFormat::contiguous, "contiguous"}, {MemoryFormat::channels_last, "channels_last"}}};
 
 // The shortest text that reads back as the same double.
 std::string num(double v) {
@@ -78,6 +80,7 @@ std::string to_string(WarmupStart v) { return kWarmupStarts.name(v); }
 std::string to_string(Augmentation v) { return kAugmentations.name(v); }
 std::string to_string(Pruning v) { return kPrunings.name(v); }
 std::string to_string(Precision v) { return kPrecisions.name(v); }
+std::string to_string(MemoryFormat v) { return kMemoryFormats.name(v); }
 OverlapMode parse_overlap_mode(const std::string& o, const std::string& t) { return kOverlapModes.parse(o, t); }
 Granularity parse_granularity(const std::string& o, const std::string& t) { return kGranularities.parse(o, t); }
 DataOrder parse_data_order(const std::string& o, const std::string& t) { return kOrders.parse(o, t); }
@@ -89,6 +92,7 @@ WarmupStart parse_warmup_start(const std::string& o, const std::string& t) { ret
 Augmentation parse_augmentation(const std::string& o, const std::string& t) { return kAugmentations.parse(o, t); }
 Pruning parse_pruning(const std::string& o, const std::string& t) { return kPrunings.parse(o, t); }
 Precision parse_precision(const std::string& o, const std::string& t) { return kPrecisions.parse(o, t); }
+MemoryFormat parse_memory_format(const std::string& o, const std::string& t) { return kMemoryFormats.parse(o, t); }
 
 double RunConfig::peak_lr() const {
   const double base = lr > 0 ? lr : double(batch_size) / batch_lr_ratio;
@@ -245,6 +249,7 @@ KeyValues RunConfig::key_values() const {
       {"validation_fraction", validation_fraction},
       {"augment", to_string(augment)},
       {"precision", to_string(precision)},
+      {"memory_format", to_string(memory_format)},
       {"workers", I(workers)},
       {"overlap", overlap},
       {"overlap_mode", to_string(overlap_mode)},
@@ -290,8 +295,11 @@ KeyValues RunConfig::key_values() const {
 }
 
 bool added_later_at_old_default(const std::string& key, const ConfigValue& value) {
-  static const std::map<std::string, std::string> later_keys = {
-      {"test_every", "0"}, {"eval_at_sync", "0"}, {"dirichlet_alpha", "0"}, {"precision", "fp32"}};
+  static const std::map<std::string, std::string> later_keys = {{"test_every", "0"},
+                                                                {"eval_at_sync", "0"},
+                                                                {"dirichlet_alpha", "0"},
+                                                                {"precision", "fp32"},
+                                                                {"memory_format", "contiguous"}};
   const auto later = later_keys.find(key);
   return later != later_keys.end() && to_text(value) == later->second;
 }

@@ -87,7 +87,9 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
       ("precision", po::value(&precision_)->default_value(to_string(d.precision)),
        "arithmetic of the forward and backward passes: fp32; bf16 (autocast: matrix products and convolutions in "
        "bfloat16, weights, optimiser and averaging in float32; on the CPU it needs bf16 instructions); tf32 (CUDA: "
-       "TF32 matrix products and convolutions)");
+       "TF32 matrix products and convolutions)")
+      ("memory_format", po::value(&memory_format_)->default_value(to_string(d.memory_format)),
+       "convolution weights and inputs as contiguous (NCHW) or channels_last (NHWC, for models with convolutions)");
   po::options_description workers("Workers and data assignment");
   workers.add_options()
       ("workers", with_default(&c.workers, d.workers), "logical workers W")
@@ -184,6 +186,7 @@ RunConfig RunOptions::resolve() const {
   c.warmup_start = parse_warmup_start("warmup_start", warmup_start_);
   c.augment = parse_augmentation("augment", augment_);
   c.precision = parse_precision("precision", precision_);
+  c.memory_format = parse_memory_format("memory_format", memory_format_);
   c.pruning = parse_pruning("pruning", pruning_);
   c.sync_period = parse_period("sync_period", sync_period_);
   c.seed = parse_seed("seed", seed_);

@@ -67,6 +67,8 @@ class ResNet(TempFolderTest):
         self.assertIn("--depth: '21' is not 6n+2", out)
         out = self.run_exe("--model", "resnet50", status=2)
         self.assertIn("--model: 'resnet50' is not one of: cifar-resnet, resnet18", out)
+        out = self.run_exe("--memory_format", "nhwc", status=2)
+        self.assertIn("--memory_format: 'nhwc' is not one of: contiguous, channels_last", out)
         version = subprocess.run([EXE, "--version"], capture_output=True, text=True).stdout
         if "cuda off" in version:
             out = self.run_exe("--device", "cuda", status=2)
@@ -91,13 +93,17 @@ class ResNet(TempFolderTest):
 
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
     def test_one_and_two_processes_give_the_same_bits(self):
+        # In either memory format (channels_last: the weights and inputs as NHWC).
         args = ["--depth", "8", "--workers", "2", "--batch_size", "16", "--epochs", "1", "--sync_period", "1,3",
-                "--eval_every", "5", "--quiet", "--name", "s"]
+                "--eval_every", "5", "--memory_format", "contiguous,channels_last", "--quiet", "--name", "s"]
         one, two = os.path.join(self.tmp, "one"), os.path.join(self.tmp, "two")
         self.run_exe(*args, "--output", one)
         self.run_exe(*args, "--output", two, "--procs_per_run", "2", mpi=2)
         runs = assert_same_study(self, os.path.join(one, "s"), os.path.join(two, "s"))
-        self.assertEqual(len(runs), 2)
+        self.assertEqual(len(runs), 4)
+        with h5py.File(os.path.join(one, "s", "index.h5"), "r") as f:
+            formats = [x.decode() if isinstance(x, bytes) else x for x in f["index"]["memory_format"][()]]
+        self.assertEqual(sorted(formats), ["channels_last", "channels_last", "contiguous", "contiguous"])
 
 
 if __name__ == "__main__":

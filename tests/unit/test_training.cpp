@@ -856,3 +856,89 @@ TEST(CudaGraphs, WhichRunsQualifyAndWhyTheOthersDoNot) {
   EXPECT_FALSE(automatic.cuda_graphs());
   EXPECT_EQ(automatic.graph_captures(), 0);
 }
+
+// --memory_format channels_last: each convolution's weight lies in the flat
+// buffers as [O, kH, kW, I], also while a replica mirrors another, and the
+// inputs go in as channels_last. The weights start as the contiguous run's;
+// the run gives its own bits the same each time, resumes to them from a
+// checkpoint, and is close to the contiguous run. A model without
+// convolutions refuses it.
+namespace {
+// A second convolution with 4 input channels: with 1, channels_last lies as contiguous does.
+struct TwoConvs : Model {
+  TwoConvs()
+      : first(register_module("first", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).stride(2)))),
+        second(register_module("second", torch::nn::Conv2d(torch::nn::Conv2dOptions(4, 4, 3).stride(2)))),
+        out(register_module("out", torch::nn::Linear(4 * 6 * 6, 10))) {}
+  at::Tensor forward(const at::Tensor& x) override {
+    return out(torch::relu(second(torch::relu(first(x)))).flatten(1));
+  }
+  torch::nn::Conv2d first, second;
+  torch::nn::Linear out;
+};
+}  // namespace
+
+TEST(MemoryFormat, ChannelsLastKeepsItsLayoutBitsAndCheckpoints) {
+  auto cnn = [] { return std::make_shared<TwoConvs>(); };
+  torch::manual_seed(3);
+  Replica last(cnn(), MemoryFormat::channels_last);
+  torch::manual_seed(3);
+  Replica plain(cnn(), MemoryFormat::contiguous);
+  const at::Tensor w = last.model().parameters()[2];  // second.weight [4, 4, 3, 3]
+  ASSERT_EQ(w.dim(), 4);
+  EXPECT_TRUE(w.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(w.is_contiguous());
+  EXPECT_TRUE(at::equal(w, plain.model().parameters()[2]));
+  EXPECT_FALSE(at::equal(last.params(), plain.params()));  // the same values, another order
+  Replica other(cnn(), MemoryFormat::channels_last);
+  other.mirror(last);
+  EXPECT_TRUE(other.model().parameters()[2].is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_EQ(other.model().parameters()[2].data_ptr(), w.data_ptr());
+
+  RunConfig c = base_config();
+  c.workers = 2;
+  c.sync_period = 3;
+  c.epochs = 2;
+  c.eval_every = 7;
+  c.memory_format = MemoryFormat::channels_last;
+  auto run = [&](const RunConfig& k, const CheckpointPolicy& policy = {}) {
+    InProcessCommunicator comm(2);
+    Trainer t(k, cnn, data(), comm);
+    return t.run(nullptr, policy);
+  };
+  const RunResult a = run(c), b = run(c);
+  ASSERT_EQ(a.summary.status, RunStatus::completed);
+  EXPECT_EQ(a.train.loss, b.train.loss);
+  EXPECT_EQ(a.eval.test_loss, b.eval.test_loss);
+  EXPECT_EQ(a.syncs.divergence, b.syncs.divergence);
+  RunConfig contiguous = c;
+  contiguous.memory_format = MemoryFormat::contiguous;
+  const RunResult p = run(contiguous);
+  EXPECT_NEAR(a.train.loss[0], p.train.loss[0], 1e-5 * p.train.loss[0]);  // the same weights and batch
+  EXPECT_NEAR(a.eval.test_loss.back(), p.eval.test_loss.back(), 0.05 * p.eval.test_loss.back());
+
+  test::ScratchDir dir;
+  const std::string ckpt = dir.str() + "/run.ckpt.h5";
+  (void)run(c, CheckpointPolicy{ckpt, 0, 10});
+  InProcessCommunicator comm(2);
+  Trainer resumed(c, cnn, data(), comm);
+  resumed.restore_checkpoint(ckpt);
+  ASSERT_GT(resumed.current_step(), 0);
+  EXPECT_TRUE(resumed.replica(1).model().parameters()[2].is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(resumed.replica(1).model().parameters()[2].is_contiguous());
+  const RunResult r = resumed.run();
+  EXPECT_EQ(r.train.loss, a.train.loss);
+  EXPECT_EQ(r.eval.test_loss, a.eval.test_loss);
+
+  RunConfig mlp = base_config();
+  mlp.memory_format = MemoryFormat::channels_last;
+  InProcessCommunicator one(1);
+  try {
+    Trainer refused(mlp, tiny(), data(), one);
+    ADD_FAILURE() << "channels_last for a model without convolutions was not refused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--memory_format: 'channels_last' needs a model with convolutions"),
+              std::string::npos)
+        << e.what();
+  }
+}

@@ -24,7 +24,9 @@ class Model : public torch::nn::Module {
 
 class Replica {
  public:
-  explicit Replica(std::shared_ptr<Model> model);
+  // channels_last: every 4-D parameter (a convolution's weight) lies in its
+  // slice of the flat buffers as [O, kH, kW, I], a channels_last tensor.
+  explicit Replica(std::shared_ptr<Model> model, MemoryFormat format = MemoryFormat::contiguous);
 
   Model& model() { return *model_; }
   at::Tensor& params() { return params_; }     // 1-D float, every parameter
@@ -59,7 +61,14 @@ class Replica {
   at::Tensor zero_;                             // 0-dim
   at::Tensor own_params_, own_momentum_;        // this replica's storage, also while it mirrors
   const Replica* mirrored_ = nullptr;
+  bool channels_last_ = false;
 };
+
+// The tensor of shape `sizes` at `offset` in the 1-D `flat`: contiguous, or
+// channels_last when asked and 4-D.
+at::Tensor slice_of(const at::Tensor& flat, std::int64_t offset, at::IntArrayRef sizes, bool channels_last);
+// ConfigError for channels_last and a model without a 4-D parameter, in which it would change nothing.
+void check_memory_format(MemoryFormat format, Model& model);
 
 struct SgdSettings {
   OptimizerKind kind = OptimizerKind::momentum;

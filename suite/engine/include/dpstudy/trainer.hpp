@@ -147,6 +147,8 @@ class Trainer {
 
  private:
   void announce(ProgressSink* progress) const;
+  // The device logs the host reads at read points, and the CUDA graphs as `execution` asks.
+  void prepare_launches(const Execution& execution);
   // A step advanced and not read yet: what run() records of it besides its losses.
   struct UnreadStep {
     std::int64_t step;
@@ -166,6 +168,10 @@ class Trainer {
     int average = 0;  // after the update: 0 none, 1 every group, 2 all workers
   };
   StepKind kind_of(std::int64_t step) const;
+  // A batch in the run's memory format (itself when contiguous, or already channels_last).
+  at::Tensor in_format(const at::Tensor& x) const {
+    return config_.memory_format == MemoryFormat::channels_last ? x.contiguous(at::MemoryFormat::ChannelsLast) : x;
+  }
   // A step's device work: what a CUDA graph captures. `timed`: add the
   // averaging's wall time to comm_seconds() (not while capturing).
   void device_step(const StepKind& kind, bool timed);

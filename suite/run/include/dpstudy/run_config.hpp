@@ -25,6 +25,8 @@ enum class Augmentation { none, crop_flip };
 enum class Pruning { snip, random };
 // The arithmetic of a run's forward and backward passes (docs/engine.md, "Precision").
 enum class Precision { fp32, tf32, bf16 };
+// How 4-D tensors (a convolution's weights and inputs) lie in memory (docs/engine.md, "Memory format").
+enum class MemoryFormat { contiguous, channels_last };
 
 // A parameter's value, typed as it is stored (HDF5 attributes, index columns).
 using ConfigValue = std::variant<std::int64_t, double, std::string>;
@@ -53,6 +55,7 @@ struct RunConfig {
   Augmentation augment = Augmentation::none;  // crop_flip: 4-pixel padded random crops and flips
   // fp32; bf16: autocast, weights, optimiser and averaging in float32; tf32: CUDA's TF32 products
   Precision precision = Precision::fp32;
+  MemoryFormat memory_format = MemoryFormat::contiguous;
   // Workers and assignment
   int workers = 1;
   double overlap = 0.0;  // alpha in [0, 1]
@@ -149,6 +152,7 @@ std::string to_string(WarmupStart v);
 std::string to_string(Augmentation v);
 std::string to_string(Pruning v);
 std::string to_string(Precision v);
+std::string to_string(MemoryFormat v);
 OverlapMode parse_overlap_mode(const std::string& option, const std::string& text);
 Granularity parse_granularity(const std::string& option, const std::string& text);
 DataOrder parse_data_order(const std::string& option, const std::string& text);
@@ -160,5 +164,6 @@ WarmupStart parse_warmup_start(const std::string& option, const std::string& tex
 Augmentation parse_augmentation(const std::string& option, const std::string& text);
 Pruning parse_pruning(const std::string& option, const std::string& text);
 Precision parse_precision(const std::string& option, const std::string& text);
+MemoryFormat parse_memory_format(const std::string& option, const std::string& text);
 
 }  // namespace dpstudy

@@ -29,7 +29,7 @@ class RunOptions {
  private:
   RunConfig draft_;
   std::string overlap_mode_, granularity_, order_, shard_owner_, optimizer_, lr_scaling_, schedule_, warmup_start_,
-      augment_, precision_, pruning_, sync_period_, group_sync_period_, milestones_;
+      augment_, precision_, memory_format_, pruning_, sync_period_, group_sync_period_, milestones_;
   std::string seed_;  // as text: Boost reads "-1" into an unsigned as 2^64 - 1
   boost::program_options::options_description description_;
 };
