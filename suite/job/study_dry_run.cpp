@@ -85,6 +85,14 @@ void print_dry_run(const DryRun& d) {
         "# threads: %d per process%s, for the host's part; device %s: each run steps its workers one "
         "after another, each operation on the GPU (docs/engine.md#threads)\n",
         d.threads, guess, d.device.c_str());
+    if (d.gpus > 0) {
+      // Process r of a node trains on cuda:(r mod G): its runs share that GPU with those of the others.
+      const int per_gpu = (d.node_processes + d.gpus - 1) / d.gpus;
+      std::printf(
+          "# GPUs: %d process(es) on this node's %d GPU(s): up to %d run(s) at once on each; "
+          "--cuda_graphs %s: %zu of %zu runs graphed (docs/gpu.md)\n",
+          d.node_processes, d.gpus, per_gpu, g.cuda_graphs.c_str(), d.graphed, plan.size());
+    }
   } else {
     std::printf(
         "# threads: %d per process%s, --parallel %s: %zu run(s) with their workers side by side (one "

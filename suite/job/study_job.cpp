@@ -1,5 +1,6 @@
 #include "study_job.hpp"
 
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "dpstudy/build_info.hpp"
+#include "dpstudy/cuda_graphs.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/runtime_info.hpp"
@@ -225,6 +227,13 @@ DryRun StudyJob::dry_run() const {
   }
   d.threads = options_.threads;
   d.device = job_.device.str();
+  d.node_processes = session_.local_size();
+  d.gpus = job_.device.is_cuda() ? int(at::detail::getCUDAHooks().getNumGPUs()) : 0;
+  const CudaGraphs graphs = parse_cuda_graphs(options_.cuda_graphs);
+  for (const auto& p : plan_) {
+    const int run_procs = procs_for_run(p.config, options_.procs_per_run, planned_processes());
+    d.graphed += graphs != CudaGraphs::off && why_not_graphed(p.config, job_.device, run_procs).empty();
+  }
   d.processes = planned_processes();
   d.data_notes = job_.data_notes;
   if (!stack_note_.empty()) d.data_notes.push_back(stack_note_);

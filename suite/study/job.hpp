@@ -140,6 +140,8 @@ struct DryRun {
   std::size_t side_by_side = 0;     // runs with their workers side by side (--parallel)
   int threads = 0, processes = 1;
   std::string device = "cpu";           // where the runs train ("cuda:0")
+  int node_processes = 1, gpus = 0;     // this node's processes and GPUs (on a GPU: the packing)
+  std::size_t graphed = 0;              // runs whose steps --cuda_graphs captures
   std::vector<std::string> data_notes;  // datasets not here, costs assumed
   std::set<std::string> resumable;      // run ids with checkpoints
   std::vector<int> procs;               // per run to do

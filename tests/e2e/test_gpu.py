@@ -135,6 +135,9 @@ class Gpu(TempFolderTest):
                                    r"steps its workers one after another, each operation on the GPU "
                                    r"\(docs/engine\.md#threads\)\n")
         self.assertNotIn("side by side", r.stdout)
+        # The packing: this node's processes on its GPUs, and the runs --cuda_graphs captures.
+        self.assertRegex(r.stdout, r"\n# GPUs: 1 process\(es\) on this node's \d+ GPU\(s\): up to 1 run\(s\) at "
+                                   r"once on each; --cuda_graphs off: 0 of 2 runs graphed \(docs/gpu\.md\)\n")
 
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
     def test_one_and_two_processes_give_the_same_bits(self):

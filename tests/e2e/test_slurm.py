@@ -148,6 +148,35 @@ class LauncherInput(Workspace):
         self.assertEqual(r.returncode, 2)
         self.assertIn("was built without CUDA", r.stderr)
 
+    def test_runs_sharing_a_gpu_and_mps(self):
+        # G GPUs per node, N runs at once on each: N x G processes per node, each taking the GPU of
+        # its local rank modulo G; --mps starts NVIDIA MPS on every node for them.
+        self.refused("--runs-per-gpu and --gpus-per-node go together", "--workload", EXE, "--runs-per-gpu", "4")
+        self.refused("--mps serves runs sharing a GPU", "--workload", EXE, "--mps")
+        self.refused("--runs-per-gpu shares each node's GPUs among its processes; --gpus-per-task gives each "
+                     "process its own", "--workload", EXE, "--runs-per-gpu", "2", "--gpus-per-node", "1",
+                     "--gpus-per-task", "1")
+        self.refused("--tasks-per-node 3: --runs-per-gpu 2 x --gpus-per-node 2 makes 4 processes per node",
+                     "--workload", EXE, "--runs-per-gpu", "2", "--gpus-per-node", "2", "--tasks-per-node", "3")
+        args = ["--workload", EXE, "--runs-per-gpu", "4", "--gpus-per-node", "2", "--mps", "--", "--data_dir",
+                self.data]
+        version = subprocess.run([EXE, "--version"], capture_output=True, text=True).stdout
+        if "cuda on" not in version:
+            self.refused("--runs-per-gpu 4: " + os.path.basename(EXE) + " was built without CUDA", *args)
+            return
+        r = launcher(self.study, *args, cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("x 8 process(es)", r.stdout)
+        self.assertIn("# packing: 4 run(s) at once on each of the 2 GPU(s) of a node, 8 processes per node, with "
+                      "NVIDIA MPS", r.stdout)
+        with open(os.path.join(self.tmp, "results", "slurmtest", "slurm.sbatch")) as f:
+            script = f.read()
+        for line in ("#SBATCH --gpus-per-node=2", "#SBATCH --ntasks-per-node=8", "exec nvidia-cuda-mps-control -f",
+                     'export CUDA_MPS_PIPE_DIRECTORY="/tmp/dpstudy-mps-$SLURM_JOB_ID/pipe"', " --device cuda",
+                     " --procs_per_run 1 "):
+            self.assertIn(line, script)
+        self.assertNotIn("--gpus-per-task", script)
+
     def refused(self, message, *args):
         """The launcher, run on this workspace's study with `args`, exits 2 saying `message`."""
         r = launcher(self.study, *args, cwd=self.tmp)
