@@ -9,6 +9,7 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -82,9 +83,20 @@ StepGraphs::StepGraphs(const c10::Device& device, int warmup)
   if (!device.is_cuda()) throw Error("StepGraphs: needs a CUDA device, not the " + device.str());
 }
 
-StepGraphs::~StepGraphs() = default;
+StepGraphs::~StepGraphs() {
+  try {
+    clear();
+  } catch (...) {  // a CUDA error already reported by the step that caused it
+  }
+}
 
-void StepGraphs::clear() { impl_->kinds.clear(); }
+void StepGraphs::clear() {
+  if (impl_->kinds.empty()) return;
+  // A graph's pool goes back to the allocator when it is dropped: not while a
+  // replay that writes it may still run.
+  c10::cuda::device_synchronize();
+  impl_->kinds.clear();
+}
 
 void StepGraphs::run(const std::string& key, const std::function<void()>& body) {
   Impl& m = *impl_;
