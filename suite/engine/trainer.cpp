@@ -471,6 +471,10 @@ bool Trainer::record_unread(std::vector<UnreadStep>& rows, ProgressSink* progres
   const RunConfig& c = config_;
   TrainSeries& tr = result_.train;
   const std::vector<std::vector<double>> losses = read_losses();
+  if (losses.size() != rows.size()) {  // advance() called outside run() and not read before it
+    throw Error("Trainer::run: " + std::to_string(losses.size()) + " steps' losses unread for " +
+                std::to_string(rows.size()) + " steps of this run (read_losses() after advance())");
+  }
   const std::int64_t total = total_steps();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const UnreadStep& u = rows[i];
