@@ -724,6 +724,30 @@ class Analyze(TempFolderTest):
         self.assertRegex(self.analyze("summary", folder, "--by", "sync_period"), warning)
         self.assertNotIn("warning", self.analyze("summary", folder, "--by", "dpstudy_build,gpu,cpu_kernels"))
 
+    def test_steps_to_result_fits_the_critical_batch_size(self):
+        # Each run's test accuracy set to reach the target first at S(B) = 2 (1 + 20 / B) steps:
+        # 10, 6 and 4 steps at batch 5, 10 and 20, all evaluated steps. The fit gives B_crit = 20
+        # and S_min = 2 back; 5 -> 10 halves 10 steps less than perfectly (e = 0.74).
+        study = os.path.join(self.tmp, "critical")
+        shutil.copytree(self.batch, study)
+        for path in glob.glob(os.path.join(study, "runs", "*.h5")):
+            with h5py.File(path, "r+") as f:
+                first = 2 * (1 + 20 / int(f["config"].attrs["batch_size"]))
+                steps = f["eval"]["step"][()]
+                f["eval"]["test_accuracy"][...] = np.where(steps >= first, 0.9, 0.1)
+                if "crc32" in f["eval"]["test_accuracy"].attrs:
+                    del f["eval"]["test_accuracy"].attrs["crc32"]  # edited values: else a damaged file
+        out = self.analyze("steps-to-result", study, "--target", "0.5")
+        self.assertIn("critical batch size: B_crit = 20 (batch_size), S_min = 2 steps; fit of steps = S_min "
+                      "(1 + B_crit / batch_size)", out)
+        self.assertIn("perfect scaling from batch_size 5 up to 5 (every step from the first reaching group)", out)
+        rows = list(csv.DictReader(io.StringIO(self.analyze("steps-to-result", study, "--target", "0.5",
+                                                             "--format", "csv"))))
+        self.assertEqual([r["best (steps)"] for r in rows], ["10", "6", "4"])
+        # Fewer than 3 batch sizes: no fit, and why.
+        out = self.analyze("steps-to-result", study, "--target", "0.5", "--where", "batch_size<20")
+        self.assertIn("critical batch size: no fit: 2 batch size(s) reached the target, the fit needs 3", out)
+
     def test_series_metric_curves_power_and_steps(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",
                            "--where", "lr=0.05", "--format", "csv")

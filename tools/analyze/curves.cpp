@@ -102,6 +102,29 @@ std::string regime(double x0, double s0, double x1, double s1) {
   return "diminishing returns";
 }
 
+CriticalBatch fit_critical_batch(const std::vector<double>& batch, const std::vector<double>& steps) {
+  const double nan = std::nan("");
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < batch.size() && i < steps.size(); ++i) {
+    if (!(batch[i] > 0) || !(steps[i] > 0) || !std::isfinite(steps[i])) continue;
+    const double w = 1 / (steps[i] * steps[i]), x = 1 / batch[i], y = steps[i];
+    sw += w;
+    sx += w * x;
+    sy += w * y;
+    sxx += w * x * x;
+    sxy += w * x * y;
+    ++n;
+  }
+  if (n < 3) return {nan, nan, std::to_string(n) + " batch size(s) reached the target, the fit needs 3"};
+  const double det = sw * sxx - sx * sx;
+  if (!(det > 0)) return {nan, nan, "the batch sizes do not differ"};
+  const double b = (sw * sxy - sx * sy) / det, a = (sy - b * sx) / sw;
+  if (!(a > 0)) return {nan, nan, "the steps fall faster than 1 / B: no positive S_min"};
+  if (!(b > 0)) return {nan, nan, "the steps do not fall as the batch grows"};
+  return {b / a, a, ""};
+}
+
 bool scales_the_batch(const std::string& key) {
   return key == "batch_size" || key == kGlobalBatch || key == "workers";
 }
@@ -250,6 +273,9 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
   }
   if (one_key) t.headers.push_back("best trial lr");
   double prev_x = std::nan(""), prev_s = std::nan("");
+  std::vector<double> fit_x, fit_s;  // the groups that reached the target
+  double perfect_to = std::nan("");  // perfect scaling from the first reaching group up to here
+  bool perfect_so_far = true;
   for (const Reach& rc : reach) {
     std::vector<std::string> row = rc.key_values;
     for (const std::string& cell : {std::to_string(rc.trials), std::to_string(rc.reached),
@@ -273,7 +299,19 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
       row.push_back(num(std::log2(x)));
       row.push_back(num(std::log2(rc.best)));
       row.push_back(num(s0 * x0 / x, 6));
-      row.push_back(regime(prev_x, prev_s, x, rc.best));
+      const std::string step_regime = regime(prev_x, prev_s, x, rc.best);
+      row.push_back(step_regime);
+      if (!std::isnan(rc.best)) {
+        fit_x.push_back(x);
+        fit_s.push_back(rc.best);
+        if (std::isnan(perfect_to)) {
+          perfect_to = x;
+        } else if (perfect_so_far && step_regime == "perfect scaling") {
+          perfect_to = x;
+        } else {
+          perfect_so_far = false;
+        }
+      }
       prev_x = x;
       prev_s = rc.best;
     }
@@ -299,6 +337,16 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
     t.notes.push_back("perfect scaling: steps halve when " + o.by[0] + " doubles, from the first group that reaches the target");
     t.notes.push_back("regime of the step from the previous " + o.by[0] + ": e = log(steps ratio) / log(" + o.by[0] +
                       " ratio); perfect scaling e >= 0.8, maximal data parallelism e <= 0.1, diminishing returns between");
+    if (fit_x.size() >= 2) {
+      t.notes.push_back("perfect scaling from " + o.by[0] + " " + num(fit_x.front()) + " up to " + num(perfect_to) +
+                        " (every step from the first reaching group)");
+    }
+    const CriticalBatch cb = fit_critical_batch(fit_x, fit_s);
+    t.notes.push_back(cb.why_not.empty()
+                          ? "critical batch size: B_crit = " + num(cb.b_crit, 4) + " (" + o.by[0] + "), S_min = " +
+                                num(cb.s_min, 4) + " steps; fit of steps = S_min (1 + B_crit / " + o.by[0] +
+                                ") to the best steps, least squares of the relative error (McCandlish et al. 2018)"
+                          : "critical batch size: no fit: " + cb.why_not);
   }
   return {t};
 }
