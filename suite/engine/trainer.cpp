@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "dpstudy/assignment.hpp"
+#include "dpstudy/device_memory.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/fault.hpp"
 #include "dpstudy/precision.hpp"
@@ -442,6 +443,10 @@ void Trainer::summarize(RunResult& r, double wall_time_s) {
   for (const double p : comm_.all_workers(std::vector<double>(std::size_t(comm_.local_workers()), s.peak_rss_mib))) {
     s.peak_rss_mib = std::isnan(p) || std::isnan(s.peak_rss_mib) ? kNaN : std::max(s.peak_rss_mib, p);
   }
+  s.peak_gpu_mib = peak_gpu_so_far();
+  for (const double p : comm_.all_workers(std::vector<double>(std::size_t(comm_.local_workers()), s.peak_gpu_mib))) {
+    s.peak_gpu_mib = std::isnan(p) || std::isnan(s.peak_gpu_mib) ? kNaN : std::max(s.peak_gpu_mib, p);
+  }
   if (!r.eval.step.empty()) {
     s.final_test_accuracy = r.eval.test_accuracy.back();
     s.final_test_loss = r.eval.test_loss.back();
@@ -527,6 +532,7 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
   r.sparsity = sparsity_;
   announce(progress);
   peak_reset_ = reset_peak_memory();
+  gpu_peak_reset_ = reset_peak_device_memory(data_.train_x.device());
   const auto t0 = Clock::now();
   auto elapsed = [&] { return elapsed_before_ + seconds_since(t0); };
   double last_checkpoint_s = elapsed();
@@ -591,6 +597,11 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
   }
   summarize(r, elapsed());
   return r;
+}
+
+double Trainer::peak_gpu_so_far() const {
+  const double now = gpu_peak_reset_ ? peak_device_memory_mib(data_.train_x.device()) : kNaN;
+  return std::isnan(now) ? kNaN : std::max(now, gpu_peak_before_mib_);
 }
 
 double Trainer::peak_memory_so_far() const {

@@ -140,6 +140,7 @@ void Trainer::save_checkpoint(const std::string& path) {
         root.set("last_divergence", last_divergence_);
         root.set("elapsed_s", elapsed_before_);
         root.set("peak_rss_mib", peak_memory_so_far());
+        root.set("peak_gpu_mib", peak_gpu_so_far());
         root.set("loss_since_eval", loss_since_eval_);
         root.set("steps_since_eval", steps_since_eval_);
         root.write("generator", as_ints(at::detail::getDefaultCPUGenerator().get_state()));
@@ -271,6 +272,8 @@ void Trainer::restore_checkpoint_unchecked(const std::string& path) {
   // Unknown in checkpoints of a dpstudy before it, and where it could not be measured.
   peak_before_mib_ = root.has_attr("peak_rss_mib") ? root.get_double("peak_rss_mib") : 0;
   if (std::isnan(peak_before_mib_)) peak_before_mib_ = 0;
+  gpu_peak_before_mib_ = root.has_attr("peak_gpu_mib") ? root.get_double("peak_gpu_mib") : 0;
+  if (std::isnan(gpu_peak_before_mib_)) gpu_peak_before_mib_ = 0;
 }
 
 RunResult train_run(const RunConfig& config, const ModelFactory& factory, const TrainingData& data,

@@ -62,6 +62,7 @@ void print_result(const RunResult& r) {
   row("comm_time", s.comm_time_s, "s");
   row("eval_time", s.eval_time_s, "s");
   row("peak_rss", s.peak_rss_mib, "MiB");
+  if (std::isfinite(s.peak_gpu_mib)) row("peak_gpu", s.peak_gpu_mib, "MiB");
   row("parameter_averagings", double(r.syncs.step.size()), "count");
   row("parameters", double(s.parameters), "count");
   if (s.steps_to_goal >= 0) row("steps_to_goal", double(s.steps_to_goal), "steps");

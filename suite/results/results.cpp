@@ -170,6 +170,7 @@ void write_series(h5::Group& root, const RunResult& r, int workers) {
     g.set("steps_to_goal", s.steps_to_goal);
     g.set("time_to_goal_s", s.time_to_goal_s);
     g.set("peak_rss_mib", s.peak_rss_mib);
+    g.set("peak_gpu_mib", s.peak_gpu_mib);
   }
 }
 

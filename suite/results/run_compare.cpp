@@ -17,8 +17,8 @@ namespace {
 // Measurements, not metrics: they change from run to run of one config (times, memory).
 bool is_measurement(const std::string& name) {
   static const std::set<std::string> kMeasurements = {
-      "time_s",      "comm_s",      "time_to_goal_s", "wall_time_s", "samples_per_s", "compute_time_s",
-      "comm_time_s", "eval_time_s", "started_utc",    "finished_utc", "peak_rss_mib"};
+      "time_s",      "comm_s",      "time_to_goal_s", "wall_time_s",  "samples_per_s", "compute_time_s",
+      "comm_time_s", "eval_time_s", "started_utc",    "finished_utc", "peak_rss_mib",  "peak_gpu_mib"};
   return kMeasurements.count(name) > 0;
 }
 

@@ -111,6 +111,7 @@ std::string unit_of(const std::string& key) {
                                                            {"lr_decay_steps", "step"},
                                                            {"local_sgd_from_epoch", "epoch"},
                                                            {"peak_rss_mib", "MiB"},
+                                                           {"peak_gpu_mib", "MiB"},
                                                            {"class_skew", "fraction"},
                                                            {"shard_class_counts", "samples"}};
   const auto it = units.find(key);

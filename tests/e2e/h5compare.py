@@ -6,7 +6,7 @@ import numpy as np
 
 # Columns and attributes that measure time or memory or describe the invocation: not metrics.
 NOT_METRICS = {"time_s", "comm_s", "time_to_goal_s", "wall_time_s", "samples_per_s", "compute_time_s", "comm_time_s", "eval_time_s",
-               "peak_rss_mib", "started_utc", "finished_utc", "updated_utc",
+               "peak_rss_mib", "peak_gpu_mib", "started_utc", "finished_utc", "updated_utc",
                "cuda_graphs",  # how the steps were launched, not what they computed
                "text_crc32"}  # the checksum of an object's texts, the times and hosts among them
 

@@ -77,6 +77,8 @@ class Gpu(TempFolderTest):
                              r"^\S.*, compute \d+\.\d+, CUDA \d+\.\d+(, cuBLAS \d+\.\d+\.\d+)?(, cuDNN \d+\.\d+\.\d+)?$")
             self.assertNotIn("not described", prov["gpu"])
             self.assertRegex(prov["gpu_driver"], r"^\d+\.\d+$")
+            # The GPU memory LibTorch's allocator reserved: what runs sharing a GPU must fit in.
+            self.assertTrue(1 < f["summary"].attrs["peak_gpu_mib"] < 200000, f["summary"].attrs["peak_gpu_mib"])
 
     def test_precision_tf32_and_the_environments_switch_are_recorded(self):
         # fp32, the default, turns TF32 off in cuBLAS and cuDNN; --precision tf32 turns it on:

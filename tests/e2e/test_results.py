@@ -157,6 +157,10 @@ class Results(TempFolderTest):
             hidden = dict(zip(f["index"]["run_id"][()], f["index"]["hidden"][()]))
             run_id = next(iter(peak)).decode()
             self.assertEqual(f["runs"][run_id]["summary"].attrs["peak_rss_mib"], peak[run_id.encode()])
+            # The GPU's memory: unknown on the CPU (test_gpu.py checks it on a GPU).
+            self.assertEqual(f["index"]["peak_gpu_mib"].attrs["units"], "MiB")
+            self.assertTrue(np.isnan(f["index"]["peak_gpu_mib"][()]).all())
+            self.assertTrue(np.isnan(f["runs"][run_id]["summary"].attrs["peak_gpu_mib"]))
         wide = [peak[i] for i in peak if hidden[i] == b"2048,2048"]
         narrow = [peak[i] for i in peak if hidden[i] == b"16"]
         self.assertTrue(all(10 < p < 65536 for p in wide + narrow), peak)

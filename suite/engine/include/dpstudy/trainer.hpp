@@ -233,6 +233,10 @@ class Trainer {
   double loss_since_eval_ = 0, elapsed_before_ = 0;
   bool peak_reset_ = false;     // reset_peak_memory() succeeded as run() began
   double peak_before_mib_ = 0;  // this process's peak in the parts before a resume (its checkpoint)
+  // The same for the GPU memory LibTorch's allocator reserved (device_memory.hpp).
+  double peak_gpu_so_far() const;
+  bool gpu_peak_reset_ = false;
+  double gpu_peak_before_mib_ = 0;
   std::int64_t steps_since_eval_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,9 @@ struct RunSummary {
   // (runtime_info.hpp; a resumed run: of every part), MiB; NaN where unknown.
   // A measurement like the times: it differs between runs of one config.
   double peak_rss_mib = 0;
+  // The most GPU memory LibTorch's allocator reserved in the run's largest
+  // process (device_memory.hpp), MiB; NaN on the CPU. Also a measurement.
+  double peak_gpu_mib = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Removed fraction of the prunable weights (0 for a dense run), overall and per parameter.
