@@ -3,8 +3,8 @@
 CTest reports the test as skipped). A graphed run must give the bits of the same
 run stepped eagerly:
 
-- the MLP and ResNet-20, with W = 1, 2 and 8, synchronous and local SGD (with
-  group averaging), a step schedule whose milestone makes the graphs be captured
+- the MLP and ResNet-20, with W = 1, 2 and 8, synchronous and local SGD, group
+  averaging, a step schedule whose milestone makes the graphs be captured
   again, and a warm-up stepped eagerly;
 - 1 and 2 processes sharing the GPU (each process training runs of its own);
 - a graphed run killed and resumed from its checkpoint in the middle;
@@ -69,9 +69,15 @@ class Graphs(TempFolderTest):
 
     def test_the_mlp_graphed_gives_the_eager_bits(self):
         self.same_either_way(MLP, "mlp", "--dataset", "mnist", "--workers", "1,2,8", "--batch_size", "16",
-                             "--sync_period", "1,4", "--group_size", "2", "--group_sync_period", "2", "--epochs", "2",
-                             "--exclude", "workers=1 & sync_period=4", "--schedule", "step", "--lr_milestones", "1",
-                             "--eval_every", "5", "--validation_fraction", "0.1", runs=5)
+                             "--sync_period", "1,4", "--epochs", "2", "--exclude", "workers=1 & sync_period=4",
+                             "--schedule", "step", "--lr_milestones", "1", "--eval_every", "5",
+                             "--validation_fraction", "0.1", runs=5)
+
+    def test_group_averaging_graphed_gives_the_eager_bits(self):
+        # Three kinds of step: local, local with a group averaging, local with a world averaging.
+        self.same_either_way(MLP, "groups", "--dataset", "mnist", "--workers", "8", "--batch_size", "16",
+                             "--sync_period", "8", "--group_size", "2", "--group_sync_period", "2", "--epochs", "2",
+                             runs=1)
 
     def test_resnet20_graphed_gives_the_eager_bits(self):
         # Batch norm (its statistics averaged), crop-and-flip augmentation, and a warm-up stepped eagerly.
