@@ -173,10 +173,7 @@ void Trainer::restore_checkpoint(const std::string& path) {
   }
 }
 
-void Trainer::restore_checkpoint_unchecked(const std::string& path) {
-  fail_point("checkpoint-read");
-  const h5::File file = h5::File::open_read(path);
-  const h5::Group root = file.root();
+void Trainer::check_checkpoint_header(const std::string& path, const h5::Group& root) const {
   if (!root.has_attr("schema") || root.get_string("schema") != kCheckpointSchema) {
     throw DataError(path, std::string("not a ") + kCheckpointSchema + " file");
   }
@@ -189,6 +186,13 @@ void Trainer::restore_checkpoint_unchecked(const std::string& path) {
     const std::string differ = checksum_differences(root.get_string("dataset_checksums"), data_.checksums());
     if (!differ.empty()) throw DataError(path, "was made on other data files: " + differ);
   }
+}
+
+void Trainer::restore_checkpoint_unchecked(const std::string& path) {
+  fail_point("checkpoint-read");
+  const h5::File file = h5::File::open_read(path);
+  const h5::Group root = file.root();
+  check_checkpoint_header(path, root);
   const h5::Group workers = root.open_group("workers");
   for (auto& r : replicas_) r->own_weights();  // each reads its own weights, which need not be equal
   for (std::size_t w = 0; w < replicas_.size(); ++w) {
@@ -269,11 +273,13 @@ void Trainer::restore_checkpoint_unchecked(const std::string& path) {
   if (!std::isfinite(loss_since_eval_)) {
     throw DataError(path, "loss_since_eval is not finite (a damaged or edited checkpoint)");
   }
-  // Unknown in checkpoints of a dpstudy before it, and where it could not be measured.
-  peak_before_mib_ = root.has_attr("peak_rss_mib") ? root.get_double("peak_rss_mib") : 0;
-  if (std::isnan(peak_before_mib_)) peak_before_mib_ = 0;
-  gpu_peak_before_mib_ = root.has_attr("peak_gpu_mib") ? root.get_double("peak_gpu_mib") : 0;
-  if (std::isnan(gpu_peak_before_mib_)) gpu_peak_before_mib_ = 0;
+  // Unknown in checkpoints of a dpstudy before them, and where they could not be measured: 0.
+  const auto peak = [&](const char* name) {
+    const double v = root.has_attr(name) ? root.get_double(name) : 0;
+    return std::isnan(v) ? 0 : v;
+  };
+  peak_before_mib_ = peak("peak_rss_mib");
+  gpu_peak_before_mib_ = peak("peak_gpu_mib");
 }
 
 RunResult train_run(const RunConfig& config, const ModelFactory& factory, const TrainingData& data,

@@ -125,6 +125,39 @@ CriticalBatch fit_critical_batch(const std::vector<double>& batch, const std::ve
   return {b / a, a, ""};
 }
 
+namespace {
+
+// The groups that reached the target, in batch order: for the range of perfect
+// scaling and the fit of the critical batch size.
+struct Reached {
+  std::vector<double> x, steps;
+  double perfect_to = std::nan("");  // perfect scaling from the first group up to here
+  bool perfect_so_far = true;
+  void add(double batch, double best, const std::string& step_regime) {
+    x.push_back(batch);
+    steps.push_back(best);
+    if (std::isnan(perfect_to) || (perfect_so_far && step_regime == "perfect scaling")) {
+      perfect_to = batch;
+    } else {
+      perfect_so_far = false;
+    }
+  }
+  void notes(Table& t, const std::string& key) const {
+    if (x.size() >= 2) {
+      t.notes.push_back("perfect scaling from " + key + " " + num(x.front()) + " up to " + num(perfect_to) +
+                        " (every step from the first reaching group)");
+    }
+    const CriticalBatch cb = fit_critical_batch(x, steps);
+    t.notes.push_back(cb.why_not.empty()
+                          ? "critical batch size: B_crit = " + num(cb.b_crit, 4) + " (" + key +
+                                "), S_min = " + num(cb.s_min, 4) + " steps; fit of steps = S_min (1 + B_crit / " + key +
+                                ") to the best steps, least squares of the relative error (McCandlish et al. 2018)"
+                          : "critical batch size: no fit: " + cb.why_not);
+  }
+};
+
+}  // namespace
+
 bool scales_the_batch(const std::string& key) {
   return key == "batch_size" || key == kGlobalBatch || key == "workers";
 }
@@ -273,9 +306,7 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
   }
   if (one_key) t.headers.push_back("best trial lr");
   double prev_x = std::nan(""), prev_s = std::nan("");
-  std::vector<double> fit_x, fit_s;  // the groups that reached the target
-  double perfect_to = std::nan("");  // perfect scaling from the first reaching group up to here
-  bool perfect_so_far = true;
+  Reached reached;
   for (const Reach& rc : reach) {
     std::vector<std::string> row = rc.key_values;
     for (const std::string& cell : {std::to_string(rc.trials), std::to_string(rc.reached),
@@ -301,17 +332,7 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
       row.push_back(num(s0 * x0 / x, 6));
       const std::string step_regime = regime(prev_x, prev_s, x, rc.best);
       row.push_back(step_regime);
-      if (!std::isnan(rc.best)) {
-        fit_x.push_back(x);
-        fit_s.push_back(rc.best);
-        if (std::isnan(perfect_to)) {
-          perfect_to = x;
-        } else if (perfect_so_far && step_regime == "perfect scaling") {
-          perfect_to = x;
-        } else {
-          perfect_so_far = false;
-        }
-      }
+      if (!std::isnan(rc.best)) reached.add(x, rc.best, step_regime);
       prev_x = x;
       prev_s = rc.best;
     }
@@ -337,16 +358,7 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
     t.notes.push_back("perfect scaling: steps halve when " + o.by[0] + " doubles, from the first group that reaches the target");
     t.notes.push_back("regime of the step from the previous " + o.by[0] + ": e = log(steps ratio) / log(" + o.by[0] +
                       " ratio); perfect scaling e >= 0.8, maximal data parallelism e <= 0.1, diminishing returns between");
-    if (fit_x.size() >= 2) {
-      t.notes.push_back("perfect scaling from " + o.by[0] + " " + num(fit_x.front()) + " up to " + num(perfect_to) +
-                        " (every step from the first reaching group)");
-    }
-    const CriticalBatch cb = fit_critical_batch(fit_x, fit_s);
-    t.notes.push_back(cb.why_not.empty()
-                          ? "critical batch size: B_crit = " + num(cb.b_crit, 4) + " (" + o.by[0] + "), S_min = " +
-                                num(cb.s_min, 4) + " steps; fit of steps = S_min (1 + B_crit / " + o.by[0] +
-                                ") to the best steps, least squares of the relative error (McCandlish et al. 2018)"
-                          : "critical batch size: no fit: " + cb.why_not);
+    reached.notes(t, o.by[0]);
   }
   return {t};
 }

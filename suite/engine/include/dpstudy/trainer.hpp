@@ -24,6 +24,10 @@
 
 namespace dpstudy {
 
+namespace h5 {
+class Group;  // hdf5.hpp
+}
+
 // A train/test pair made ready once and shared by every run of a study: images
 // normalised to float, in the layout the models take.
 struct TrainingData {
@@ -182,7 +186,10 @@ class Trainer {
   // steps_to_goal; returns true when it did so now.
   bool evaluate_into(RunResult& r, double train_loss, bool test_due, double elapsed_s);
   std::string config_text() const;
-  void restore_checkpoint_unchecked(const std::string& path);  // restore_checkpoint, LibTorch's errors unwrapped
+  void restore_checkpoint_unchecked(const std::string& path);
+  // DataError unless `root` is a checkpoint of this configuration on these data files.
+  void check_checkpoint_header(const std::string& path,
+                               const h5::Group& root) const;  // restore_checkpoint, LibTorch's errors unwrapped
   // This process's peak resident memory over the run so far, parts before a resume included (MiB; NaN unknown).
   double peak_memory_so_far() const;
 
