@@ -25,7 +25,6 @@ void Augmenter::draw(const at::Tensor& batch) {
     d[b + i] = std::int64_t(rng_.below(std::uint64_t(2 * pad_ + 1)));
     d[2 * b + i] = std::int64_t(rng_.below(2));
   }
-  last_ = std::vector<std::int64_t>(d, d + 3 * b);
   draws_->send();
 }
 
@@ -48,9 +47,10 @@ void Augmenter::apply_drawn(const at::Tensor& batch, at::Tensor& out) {
 }
 
 std::vector<std::int64_t> Augmenter::draws(int row) const {
-  const std::size_t b = last_.size() / 3;
-  return {last_.begin() + std::ptrdiff_t(b * std::size_t(row)),
-          last_.begin() + std::ptrdiff_t(b * std::size_t(row + 1))};
+  if (!draws_) return {};
+  const at::Tensor r = draws_->last_sent().select(0, row);
+  const std::int64_t* p = r.data_ptr<std::int64_t>();
+  return {p, p + r.numel()};
 }
 
 }  // namespace dpstudy

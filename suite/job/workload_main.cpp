@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <thread>
@@ -259,6 +260,16 @@ void set_deterministic(const at::Device& device) {
 
 // Data, once per dataset; then every run's cost, and W b <= N, before anything
 // runs. A dry run plans without the files if they are not here (a login node).
+// A check of one run: its option says it all for one run; in a sweep, which run.
+void check_run(const std::vector<std::string>& swept, const PlannedRun& p, const std::function<void()>& check) {
+  try {
+    check();
+  } catch (const ConfigError& e) {
+    if (swept.empty()) throw;
+    throw UsageError("the run " + axes_text(p.values, swept) + ": " + e.what());
+  }
+}
+
 void load_data(Job& job) {
   const JobOptions& g = job.request.options;
   const std::vector<std::string>& swept = job.request.swept;
@@ -327,23 +338,14 @@ void load_data(Job& job) {
     const std::int64_t n = training_samples(p.config, total);
     const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
     check_global_batch(p.config, total, swept.empty() ? std::string() : "for " + axes_text(p.values, swept));
-    // A check of one run: its option says it all for one run; in a sweep, which run.
-    const auto check_run = [&](const auto& check) {
-      try {
-        check();
-      } catch (const ConfigError& e) {
-        if (swept.empty()) throw;
-        throw UsageError("the run " + axes_text(p.values, swept) + ": " + e.what());
-      }
-    };
     // Not in a dry run: dpstudy-slurm plans on the submitting node with --device cpu.
-    if (!g.dry_run) check_run([&] { check_precision(p.config.precision, job.device); });
+    if (!g.dry_run) check_run(swept, p, [&] { check_precision(p.config.precision, job.device); });
     p.cost = (n / global) * p.config.epochs * global;
     // A label-skewed assignment, or fewer medium blocks than owners, may leave
     // an owner without samples: found now, not when the run's turn comes (the
     // data decide, so only if they are here).
     if ((p.config.dirichlet_alpha > 0 || p.config.granularity == Granularity::medium) && job.data.count(ds)) {
-      check_run([&] { (void)split_data(p.config, job.data[ds].train_y); });
+      check_run(swept, p, [&] { (void)split_data(p.config, job.data[ds].train_y); });
     }
   }
 }
@@ -399,12 +401,7 @@ void check_cuda_graphs(const Request& request, const Plan& plan, const at::Devic
   for (const PlannedRun& p : plan.runs) {
     const int procs =
         request.study_mode || g.mode == "throughput" ? procs_for_run(p.config, g.procs_per_run, world) : world;
-    try {
-      (void)resolve_cuda_graphs(mode, p.config, device, procs);
-    } catch (const ConfigError& e) {
-      if (request.swept.empty()) throw;
-      throw UsageError("the run " + axes_text(p.values, request.swept) + ": " + e.what());
-    }
+    check_run(request.swept, p, [&] { (void)resolve_cuda_graphs(mode, p.config, device, procs); });
   }
 }
 
@@ -413,12 +410,7 @@ void check_cuda_graphs(const Request& request, const Plan& plan, const at::Devic
 void check_memory_formats(const Request& request, const Plan& plan) {
   for (const PlannedRun& p : plan.runs) {
     if (p.config.memory_format != MemoryFormat::channels_last) continue;
-    try {
-      check_memory_format(p.config.memory_format, *p.factory());
-    } catch (const ConfigError& e) {
-      if (request.swept.empty()) throw;
-      throw UsageError("the run " + axes_text(p.values, request.swept) + ": " + e.what());
-    }
+    check_run(request.swept, p, [&] { check_memory_format(p.config.memory_format, *p.factory()); });
   }
 }
 

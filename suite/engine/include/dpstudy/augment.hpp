@@ -52,7 +52,6 @@ class Augmenter {
   // the padded batch.
   std::unique_ptr<Upload> draws_;
   at::Tensor fill_device_, padded_;
-  std::vector<std::int64_t> last_;  // the last draws, rows one after another
 };
 
 }  // namespace dpstudy
