@@ -27,9 +27,15 @@ herr_t collect(unsigned n, const H5E_error2_t* e, void* out) {
 
 namespace detail {
 
+std::unique_lock<std::recursive_mutex> hold() {
+  static std::recursive_mutex library;
+  return std::unique_lock<std::recursive_mutex>(library);
+}
+
 // HDF5 prints its error stack itself unless told not to; we collect it instead.
+// Once per thread: a thread-safe HDF5 (Debian's) keeps a stack per thread.
 void silence_library() {
-  static const bool done = [] {
+  thread_local const bool done = [] {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
   }();
@@ -139,26 +145,33 @@ using namespace detail;
 Group::Group(hid id, std::string path, std::string name) : id_(id), path_(std::move(path)), name_(std::move(name)) {}
 
 Group::~Group() {
+  const auto held = hold();
   if (id_ >= 0) H5Gclose(hid_t(id_));
 }
 
 Group::Group(Group&& o) noexcept : id_(o.id_), path_(std::move(o.path_)), name_(std::move(o.name_)) { o.id_ = -1; }
 
 Group Group::create_group(const std::string& name) {
+  const auto held = hold();
   const hid_t g = H5Gcreate2(hid_t(id_), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (g < 0) fail(path_, "cannot create group " + name);
   return Group(g, path_, name_ + "/" + name);
 }
 
 Group Group::open_group(const std::string& name) const {
+  const auto held = hold();
   const hid_t g = H5Gopen2(hid_t(id_), name.c_str(), H5P_DEFAULT);
   if (g < 0) fail(path_, "no group " + name + " in " + (name_.empty() ? "/" : name_));
   return Group(g, path_, name_ + "/" + name);
 }
 
-bool Group::has(const std::string& name) const { return H5Lexists(hid_t(id_), name.c_str(), H5P_DEFAULT) > 0; }
+bool Group::has(const std::string& name) const {
+  const auto held = hold();
+  return H5Lexists(hid_t(id_), name.c_str(), H5P_DEFAULT) > 0;
+}
 
 bool Group::is_group(const std::string& name) const {
+  const auto held = hold();
   Id obj(H5Oopen(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Oclose, path_, "cannot open " + name_ + "/" + name);
   return H5Iget_type(obj) == H5I_GROUP;
 }
@@ -169,6 +182,7 @@ bool Group::is_group(const std::string& name) const {
 // table's unfilled entries and crashes (found by tools/fuzz-inputs under
 // AddressSanitizer). Walking them returns the error instead.
 std::vector<std::string> Group::members() const {
+  const auto held = hold();
   std::vector<std::string> names;
   auto cb = [](hid_t, const char* n, const H5L_info_t*, void* out) -> herr_t {
     static_cast<std::vector<std::string>*>(out)->push_back(n);
@@ -181,28 +195,36 @@ std::vector<std::string> Group::members() const {
 }
 
 void Group::link_external(const std::string& name, const std::string& file, const std::string& object) {
+  const auto held = hold();
   check(H5Lcreate_external(file.c_str(), object.c_str(), hid_t(id_), name.c_str(), H5P_DEFAULT, H5P_DEFAULT), path_,
         "cannot link " + name + " to " + file);
 }
 
 void Group::set(const std::string& name, const std::string& value) {
+  const auto held = hold();
   Id t(string_type(), H5Tclose, path_, "string type");
   const char* p = value.c_str();
   write_attr(hid_t(id_), path_, name, t, t, &p);
 }
 
 void Group::set(const std::string& name, std::int64_t value) {
+  const auto held = hold();
   write_attr(hid_t(id_), path_, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
 }
 
 void Group::set(const std::string& name, double value) {
+  const auto held = hold();
   value = one_nan(value);
   write_attr(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
 }
 
-bool Group::has_attr(const std::string& name) const { return H5Aexists(hid_t(id_), name.c_str()) > 0; }
+bool Group::has_attr(const std::string& name) const {
+  const auto held = hold();
+  return H5Aexists(hid_t(id_), name.c_str()) > 0;
+}
 
 std::vector<std::string> Group::attr_names() const {
+  const auto held = hold();
   std::vector<std::string> names = attribute_names(hid_t(id_), path_, name_);
   // The texts' checksum is this layer's, not one of the group's values (a config key).
   names.erase(std::remove(names.begin(), names.end(), std::string(kTextCrc)), names.end());
@@ -210,12 +232,14 @@ std::vector<std::string> Group::attr_names() const {
 }
 
 char Group::attr_kind(const std::string& name) const {
+  const auto held = hold();
   Id attr(H5Aopen(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Aclose, path_, "no attribute " + name + " on " + name_);
   Id type(H5Aget_type(attr), H5Tclose, path_, "attribute type");
   return kind_of(type);
 }
 
 std::string Group::get_string(const std::string& name) const {
+  const auto held = hold();
   if (!texts_checked_) {
     check_texts(hid_t(id_), path_, name_.empty() ? "/" : name_);
     texts_checked_ = true;
@@ -229,6 +253,7 @@ std::string Group::get_string(const std::string& name) const {
 }
 
 std::int64_t Group::get_int(const std::string& name) const {
+  const auto held = hold();
   Id attr(open_one_value(hid_t(id_), path_, name_, name), H5Aclose, path_, "attribute " + name);
   std::int64_t v = 0;
   check(H5Aread(attr, H5T_NATIVE_INT64, &v), path_, "cannot read attribute " + name + " as an integer");
@@ -236,6 +261,7 @@ std::int64_t Group::get_int(const std::string& name) const {
 }
 
 double Group::get_double(const std::string& name) const {
+  const auto held = hold();
   Id attr(open_one_value(hid_t(id_), path_, name_, name), H5Aclose, path_, "attribute " + name);
   double v = 0;
   check(H5Aread(attr, H5T_NATIVE_DOUBLE, &v), path_, "cannot read attribute " + name + " as a number");
@@ -243,6 +269,7 @@ double Group::get_double(const std::string& name) const {
 }
 
 std::string library_version() {
+  const auto held = hold();
   unsigned major = 0, minor = 0, release = 0;
   H5get_libversion(&major, &minor, &release);
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);

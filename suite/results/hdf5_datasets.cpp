@@ -114,16 +114,19 @@ void reclaim_strings(hid_t mem, hid_t space, std::vector<char*>& ptrs) {
 }  // namespace
 
 void Group::write(const std::string& name, const std::vector<double>& v, const std::string& unit) {
+  const auto held = hold();
   const hsize_t dims[1] = {v.size()};
   write_dataset(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, one_nan(v).data(), 1, dims, unit);
 }
 
 void Group::write(const std::string& name, const std::vector<std::int64_t>& v, const std::string& unit) {
+  const auto held = hold();
   const hsize_t dims[1] = {v.size()};
   write_dataset(hid_t(id_), path_, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v.data(), 1, dims, unit);
 }
 
 void Group::write(const std::string& name, const std::vector<std::int32_t>& v, const std::string& unit) {
+  const auto held = hold();
   const hsize_t dims[1] = {v.size()};
   write_dataset(hid_t(id_), path_, name, H5T_STD_I32LE, H5T_NATIVE_INT32, v.data(), 1, dims, unit);
 }
@@ -135,6 +138,7 @@ void Group::write(const std::string& name, const std::vector<std::int32_t>& v, c
 // of bounds and crashed (test_hdf5_damage.cpp), and HDF5 takes no filter on
 // them. h5py reads both kinds as bytes.
 void Group::write(const std::string& name, const std::vector<std::string>& v, const std::string& unit) {
+  const auto held = hold();
   std::size_t width = 1;
   for (const auto& s : v) width = std::max(width, s.size());
   std::vector<char> padded(v.size() * width, '\0');
@@ -145,12 +149,14 @@ void Group::write(const std::string& name, const std::vector<std::string>& v, co
 }
 
 void Group::write_floats(const std::string& name, const float* data, std::int64_t count) {
+  const auto held = hold();
   const hsize_t dims[1] = {hsize_t(count)};
   write_dataset(hid_t(id_), path_, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, data, 1, dims, "");
 }
 
 void Group::write_matrix(const std::string& name, const std::vector<double>& v, std::int64_t rows, std::int64_t cols,
                          const std::string& unit) {
+  const auto held = hold();
   if (std::int64_t(v.size()) != rows * cols) throw Hdf5Error(path_, name + ": data does not fill the matrix");
   const hsize_t dims[2] = {hsize_t(rows), hsize_t(cols)};
   write_dataset(hid_t(id_), path_, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, one_nan(v).data(), 2, dims, unit);
@@ -158,24 +164,29 @@ void Group::write_matrix(const std::string& name, const std::vector<double>& v, 
 
 void Group::write_matrix(const std::string& name, const std::vector<std::int64_t>& v, std::int64_t rows,
                          std::int64_t cols, const std::string& unit) {
+  const auto held = hold();
   if (std::int64_t(v.size()) != rows * cols) throw Hdf5Error(path_, name + ": data does not fill the matrix");
   const hsize_t dims[2] = {hsize_t(rows), hsize_t(cols)};
   write_dataset(hid_t(id_), path_, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v.data(), 2, dims, unit);
 }
 
 std::vector<double> Group::read_doubles(const std::string& name) const {
+  const auto held = hold();
   return read_numbers<double>(hid_t(id_), path_, name, name_ + "/" + name, H5T_NATIVE_DOUBLE);
 }
 
 std::vector<float> Group::read_floats(const std::string& name) const {
+  const auto held = hold();
   return read_numbers<float>(hid_t(id_), path_, name, name_ + "/" + name, H5T_NATIVE_FLOAT);
 }
 
 std::vector<std::int64_t> Group::read_ints(const std::string& name) const {
+  const auto held = hold();
   return read_numbers<std::int64_t>(hid_t(id_), path_, name, name_ + "/" + name, H5T_NATIVE_INT64);
 }
 
 std::vector<std::string> Group::read_strings(const std::string& name) const {
+  const auto held = hold();
   const std::string shown = name_ + "/" + name;
   Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + shown);
   Id space(H5Dget_space(ds), H5Sclose, path_, "dataspace of " + shown);
@@ -209,6 +220,7 @@ std::vector<std::string> Group::read_strings(const std::string& name) const {
 }
 
 char Group::dataset_kind(const std::string& name) const {
+  const auto held = hold();
   Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
   Id type(H5Dget_type(ds), H5Tclose, path_, "type of " + name);
   return kind_of(type);
@@ -221,6 +233,7 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 }
 
 std::vector<std::int64_t> Group::dataset_shape(const std::string& name, char* kind) const {
+  const auto held = hold();
   Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
   if (kind) {
     Id type(H5Dget_type(ds), H5Tclose, path_, "type of " + name);
@@ -235,6 +248,7 @@ std::vector<std::int64_t> Group::dataset_shape(const std::string& name, char* ki
 }
 
 std::string Group::dataset_units(const std::string& name) const {
+  const auto held = hold();
   Id ds(H5Dopen2(hid_t(id_), name.c_str(), H5P_DEFAULT), H5Dclose, path_, "no dataset " + name);
   if (H5Aexists(ds, "units") <= 0) return "";
   check_texts(ds, path_, name_ + "/" + name);

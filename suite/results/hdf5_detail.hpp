@@ -10,10 +10,17 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace dpstudy::h5::detail {
+
+// HDF5 as Debian and Spack build it by default is not thread-safe, and a
+// process may train several runs at once (--runs_at_once, each in a thread of
+// its own): every entry of this layer holds the process's one lock while it
+// calls the library. Recursive, as entries call entries.
+std::unique_lock<std::recursive_mutex> hold();
 
 // The error layer: every failing HDF5 call becomes an Hdf5Error naming the
 // file, what was being done and HDF5's error stack (which HDF5 would

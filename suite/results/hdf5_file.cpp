@@ -63,14 +63,22 @@ File::File(hid id, std::string path, bool writable) : id_(id), path_(std::move(p
 File::File(File&& o) noexcept : id_(o.id_), path_(std::move(o.path_)), writable_(o.writable_) { o.id_ = -1; }
 
 File::~File() {
+  const auto held = hold();
   if (id_ >= 0) H5Fclose(hid_t(id_));
 }
 
-File File::create(const std::string& path) { return File(create_file(path, false), path, true); }
+File File::create(const std::string& path) {
+  const auto held = hold();
+  return File(create_file(path, false), path, true);
+}
 
-File File::create_in_memory(const std::string& path) { return File(create_file(path, true), path, true); }
+File File::create_in_memory(const std::string& path) {
+  const auto held = hold();
+  return File(create_file(path, true), path, true);
+}
 
 File File::open_read(const std::string& path) {
+  const auto held = hold();
   silence_library();
   check_global_heaps(path);
   Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, path, "file access properties");
@@ -100,17 +108,20 @@ File File::open_read(const std::string& path) {
 }
 
 Group File::root() const {
+  const auto held = hold();
   const hid_t g = H5Gopen2(hid_t(id_), "/", H5P_DEFAULT);
   if (g < 0) fail(path_, "cannot open the root group");
   return Group(g, path_, "");
 }
 
 void File::seal() {
+  const auto held = hold();
   Id root(H5Gopen2(hid_t(id_), "/", H5P_DEFAULT), H5Gclose, path_, "cannot open the root group");
   seal_tree(root, path_, "/");
 }
 
 std::vector<char> File::image() {
+  const auto held = hold();
   if (writable_) seal();
   check(H5Fflush(hid_t(id_), H5F_SCOPE_GLOBAL), path_, "cannot flush the in-memory file");
   const ssize_t size = H5Fget_file_image(hid_t(id_), nullptr, 0);
@@ -122,6 +133,7 @@ std::vector<char> File::image() {
 }
 
 void File::close() {
+  const auto held = hold();
   if (id_ < 0) return;
   if (writable_) {
     try {
