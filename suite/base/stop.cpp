@@ -1,5 +1,6 @@
 #include "dpstudy/stop.hpp"
 
+#include <atomic>
 #include <csignal>
 #include <initializer_list>
 
@@ -8,6 +9,7 @@ namespace {
 
 volatile std::sig_atomic_t g_signal = 0;     // the first stop signal received
 volatile std::sig_atomic_t g_interrupts = 0;  // SIGINTs received
+std::atomic<const char*> g_cause{nullptr};    // stop_for's cause: set once, never freed
 
 extern "C" void on_stop_signal(int signal) {
   // Ctrl-C twice: the user means it. Not so SIGTERM: it comes from batch
@@ -31,10 +33,17 @@ void install_stop_handlers() {
   for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaction(s, &action, nullptr);
 }
 
-bool stop_requested() { return g_signal != 0; }
+bool stop_requested() { return g_signal != 0 || g_cause.load() != nullptr; }
+
+void stop_for(const char* cause) {
+  const char* none = nullptr;
+  g_cause.compare_exchange_strong(none, cause);
+}
 
 std::string stop_cause() {
-  return *stop_signal_name() ? stop_signal_name() : "a signal to another process";
+  if (*stop_signal_name()) return stop_signal_name();
+  const char* cause = g_cause.load();
+  return cause ? cause : "a signal to another process";
 }
 
 const char* stop_signal_name() {

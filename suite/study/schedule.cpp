@@ -7,17 +7,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <functional>
-#include <map>
-#include <set>
-#include <tuple>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <numeric>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "dpstudy/file_io.hpp"
 #include "dpstudy/runtime_info.hpp"
@@ -70,17 +71,24 @@ std::string slurm_job() {
 // A claim's text: "<host> <pid> <Slurm job id> <restart count>".
 std::string holder_text() { return host_name() + " " + std::to_string(::getpid()) + " " + slurm_job() + "\n"; }
 
-// The claim this process holds now (one run at a time), for release_held().
-std::string& held_claim() {
-  static std::string path;
-  return path;
+// The claims this process holds now (one per run it trains at once: --runs_at_once
+// trains several in threads), for release_held().
+struct HeldClaims {
+  std::mutex lock;
+  std::set<std::string> paths;
+};
+HeldClaims& held_claims() {
+  static HeldClaims held;
+  return held;
 }
 
 }  // namespace
 
 void ClaimQueue::release_held() {
-  if (!held_claim().empty()) ::unlink(held_claim().c_str());
-  held_claim().clear();
+  HeldClaims& held = held_claims();
+  const std::lock_guard<std::mutex> guard(held.lock);
+  for (const std::string& path : held.paths) ::unlink(path.c_str());
+  held.paths.clear();
 }
 
 long long ClaimQueue::next() {
@@ -110,7 +118,9 @@ ClaimQueue::Take ClaimQueue::try_take(std::size_t i) {
     release(i);
     return Take::finished;
   }
-  held_claim() = path;
+  HeldClaims& held = held_claims();
+  const std::lock_guard<std::mutex> guard(held.lock);
+  held.paths.insert(path);
   return Take::taken;
 }
 
@@ -121,7 +131,9 @@ void ClaimQueue::heartbeat(std::size_t i) const {
 void ClaimQueue::release(std::size_t i) const {
   if (dir_.empty()) return;
   ::unlink(claim_path(i).c_str());
-  if (held_claim() == claim_path(i)) held_claim().clear();
+  HeldClaims& held = held_claims();
+  const std::lock_guard<std::mutex> guard(held.lock);
+  held.paths.erase(claim_path(i));
 }
 
 bool ClaimQueue::is_stale(const std::string& path, double stale_after_s) {

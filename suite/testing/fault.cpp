@@ -1,12 +1,13 @@
 #include "dpstudy/fault.hpp"
 
+#include <unistd.h>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
-#include <unistd.h>
 
 #include "dpstudy/error.hpp"
 
@@ -35,6 +36,14 @@ int kill_signal() {
   throw Error("DPSTUDY_TEST_KILL_SIGNAL=" + n + ": expected TERM, INT or USR1");
 }
 
+// The hits of each point so far, by the runs a process trains at once too.
+long hit(const std::string& name) {
+  static std::mutex lock;
+  static std::map<std::string, long> hits;
+  const std::lock_guard<std::mutex> counting(lock);
+  return ++hits[name];
+}
+
 }  // namespace
 
 void kill_point(const char* name) {
@@ -42,10 +51,9 @@ void kill_point(const char* name) {
   if (!spec || !*spec) return;
   static const bool mine = this_rank("DPSTUDY_TEST_KILL_RANK");
   if (!mine) return;
-  static std::map<std::string, long> hits;
   const char* colon = std::strrchr(spec, ':');
   if (!colon || std::string(spec, std::size_t(colon - spec)) != name) return;
-  if (++hits[name] == std::atol(colon + 1)) {
+  if (hit(std::string("kill ") + name) == std::atol(colon + 1)) {
     const int signal = kill_signal();
     std::fprintf(stderr, "DPSTUDY_TEST_KILL_AT: %s this process at %s\n",
                  signal == SIGKILL ? "killing" : "signalling", spec);
@@ -60,10 +68,9 @@ void fail_point(const char* name) {
   if (!spec || !*spec) return;
   static const bool mine = this_rank("DPSTUDY_TEST_FAIL_RANK");
   if (!mine) return;
-  static std::map<std::string, long> hits;
   const char* colon = std::strrchr(spec, ':');
   if (!colon || std::string(spec, std::size_t(colon - spec)) != name) return;
-  if (++hits[name] == std::atol(colon + 1)) {
+  if (hit(std::string("fail ") + name) == std::atol(colon + 1)) {
     throw Error(std::string("injected failure (DPSTUDY_TEST_FAIL_AT=") + spec + ")");
   }
 }

@@ -16,6 +16,10 @@ namespace dpstudy {
 void install_stop_handlers();
 
 bool stop_requested();
+// The same stop without a signal: a run of this process that failed stops the
+// runs it trains beside it (--runs_at_once). `cause` (a literal) is what
+// stop_cause() then says.
+void stop_for(const char* cause);
 // "SIGTERM", "SIGUSR1", "SIGINT", or "" before any.
 const char* stop_signal_name();
 // What stopped a study: the signal this process received, or "a signal to

@@ -66,7 +66,8 @@ class ClaimQueue {
   static bool take_over(const std::string& path, double stale_after_s, const std::function<void()>& after_look = {});
   // Removes the stale claims under `dir` (a killed job's): at the start of a study.
   static void remove_stale_claims(const std::string& dir, double stale_after_s);
-  // Gives up the claim this process holds, if any: when it stops on an error.
+  // Gives up the claims this process holds, if any (one per run it trains at
+  // once): when it stops on an error.
   static void release_held();
 
  private:
