@@ -93,8 +93,12 @@ StepGraphs::~StepGraphs() {
 void StepGraphs::clear() {
   if (impl_->kinds.empty()) return;
   // A graph's pool goes back to the allocator when it is dropped: not while a
-  // replay that writes it may still run.
-  c10::cuda::device_synchronize();
+  // replay that writes it may still run. Replays run on the current stream,
+  // warm-ups on the capture stream; the device's other streams may be other
+  // runs' (--runs_at_once), one of them capturing, which a device-wide
+  // synchronisation would break.
+  c10::cuda::getCurrentCUDAStream(impl_->device.index()).synchronize();
+  impl_->capture.synchronize();
   impl_->kinds.clear();
 }
 
@@ -121,7 +125,13 @@ void StepGraphs::run(const std::string& key, const std::function<void()>& body) 
         ++kind.eager;
       } else {
         auto graph = std::make_unique<at::cuda::CUDAGraph>();
+#if TORCH_VERSION_MAJOR >= 2
+        // Thread-local: other runs of this process (--runs_at_once) go on
+        // allocating and launching on their own streams while this one captures.
+        graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+#else
         graph->capture_begin();
+#endif
         try {
           body();
         } catch (...) {

@@ -185,6 +185,7 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
 
 void Trainer::prepare_launches(const Execution& execution) {
   const at::Device device = data_.train_x.device();
+  shared_process_ = execution.shared_process;
   read_every_ = execution.read_every > 0 ? execution.read_every : device.is_cpu() ? 1 : 64;
   const auto local = std::int64_t(replicas_.size());
   loss_now_ = at::zeros({local}, at::TensorOptions(at::kFloat).device(device));
@@ -531,8 +532,10 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
   r.assignment = assignment_;
   r.sparsity = sparsity_;
   announce(progress);
-  peak_reset_ = reset_peak_memory();
-  gpu_peak_reset_ = reset_peak_device_memory(data_.train_x.device());
+  // Runs beside this one share the process: its peaks since it started.
+  const at::Device device = data_.train_x.device();
+  peak_reset_ = shared_process_ || reset_peak_memory();
+  gpu_peak_reset_ = shared_process_ ? device.is_cuda() : reset_peak_device_memory(device);
   const auto t0 = Clock::now();
   auto elapsed = [&] { return elapsed_before_ + seconds_since(t0); };
   double last_checkpoint_s = elapsed();

@@ -112,6 +112,9 @@ struct Job {
   int argc;
   char** argv;  // the command line, for provenance
   std::string& current_run;  // the run an error is reported against ("-": none)
+  // Runs this process trains at once, each in a thread (--runs_at_once); 0:
+  // auto on a GPU, sized from a first run's peak memory (StudyJob::train_lanes).
+  int runs_at_once = 1;
 };
 
 // The job's first lines: version, BLAS, threads, the GPU.

@@ -88,10 +88,14 @@ void print_dry_run(const DryRun& d) {
     if (d.gpus > 0) {
       // Process r of a node trains on cuda:(r mod G): its runs share that GPU with those of the others.
       const int per_gpu = (d.node_processes + d.gpus - 1) / d.gpus;
+      const std::string at_once =
+          d.runs_at_once == 0 ? "each process as many runs at once as fit, sized from a first run's peak memory "
+                                "(--runs_at_once auto)"
+                              : "up to " + std::to_string(per_gpu * d.runs_at_once) + " run(s) at once on each";
       std::printf(
-          "# GPUs: %d process(es) on this node's %d GPU(s): up to %d run(s) at once on each; "
-          "--cuda_graphs %s: %zu of %zu runs graphed (docs/gpu.md)\n",
-          d.node_processes, d.gpus, per_gpu, g.cuda_graphs.c_str(), d.graphed, plan.size());
+          "# GPUs: %d process(es) on this node's %d GPU(s): %s; --cuda_graphs %s: %zu of %zu runs graphed "
+          "(docs/gpu.md)\n",
+          d.node_processes, d.gpus, at_once.c_str(), g.cuda_graphs.c_str(), d.graphed, plan.size());
     }
   } else {
     std::printf(
@@ -99,6 +103,10 @@ void print_dry_run(const DryRun& d) {
         "thread each: the bits of one thread), %zu spreading each operation over the threads "
         "(docs/engine.md#threads)\n",
         d.threads, guess, g.parallel.c_str(), d.side_by_side, plan.size() - d.side_by_side);
+    if (d.runs_at_once > 1) {
+      std::printf("# runs at once: %d per process, each on one thread (--runs_at_once): up to %d in this job\n",
+                  d.runs_at_once, d.runs_at_once * d.processes);
+    }
   }
   for (const auto& note : d.data_notes) std::printf("%s\n", note.c_str());
   for (const auto& note : d.plan->notes) std::printf("%s\n", note.c_str());

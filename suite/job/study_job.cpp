@@ -7,20 +7,30 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "dpstudy/build_info.hpp"
+#include "dpstudy/config.hpp"
 #include "dpstudy/cuda_graphs.hpp"
+#include "dpstudy/device_memory.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/runtime_info.hpp"
 #include "dpstudy/stop.hpp"
+
+#if DPSTUDY_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace fs = std::filesystem;
 
 namespace dpstudy {
 
 void Output::line(const std::string& text, int level) {
+  const std::lock_guard<std::mutex> whole(lock_);
   if (level <= verbosity_) {
     std::printf("%s\n", text.c_str());
     std::fflush(stdout);
@@ -38,7 +48,8 @@ StudyJob::StudyJob(Job& job)
       lead_(job.session.rank() == 0),
       out_(options_.quiet     ? 0
            : options_.verbose ? 2
-                              : 1) {}
+                              : 1),
+      execution_(job.execution) {}
 
 int StudyJob::run() {
   places_ = gather_places(job_);
@@ -235,6 +246,7 @@ DryRun StudyJob::dry_run() const {
     d.graphed += graphs != CudaGraphs::off && why_not_graphed(p.config, job_.device, run_procs).empty();
   }
   d.processes = planned_processes();
+  d.runs_at_once = job_.runs_at_once;
   d.data_notes = job_.data_notes;
   if (!stack_note_.empty()) d.data_notes.push_back(stack_note_);
   if (!build_note_.empty()) d.data_notes.push_back(build_note_);
@@ -311,11 +323,11 @@ void StudyJob::look_at_passed() {
 
 // Keeps the claim on schedule position k live while its run trains.
 std::function<void()> StudyJob::heartbeat_of(std::size_t k) {
-  last_beat_ = Clock::now();
-  return [this, k] {
-    if (std::chrono::duration<double>(Clock::now() - last_beat_).count() < heartbeat_s_) return;
+  auto last = std::make_shared<Clock::time_point>(Clock::now());  // the run's own: runs train at once
+  return [this, k, last] {
+    if (std::chrono::duration<double>(Clock::now() - *last).count() < heartbeat_s_) return;
     queue_->heartbeat(k);
-    last_beat_ = Clock::now();
+    *last = Clock::now();
   };
 }
 
@@ -342,13 +354,17 @@ void StudyJob::train() {
 void StudyJob::train_dynamic() {
   for (std::size_t k = 0; k < schedule_.size(); ++k) of_size_[int(schedule_[k].ranks.size())].push_back(k);
   const std::vector<Block> blocks = nested_blocks(procs_, session_.size(), session_.rank());
+  if (job_.runs_at_once != 1 && !blocks.empty()) {  // every run on one process (resolve_runs_at_once)
+    train_lanes(blocks.front());
+    return;
+  }
   for (const Block& b : blocks) take_runs(b, false);
   if (blocks.size() > 1) {
     for (const Block& b : blocks) take_runs(b, true);
   }
 }
 
-void StudyJob::take_runs(const Block& b, bool final_look) {
+void StudyJob::take_runs(const Block& b, bool final_look, bool probe) {
   const std::vector<std::size_t>& positions = of_size_.at(b.size);
   std::vector<std::string> size_ids;
   for (std::size_t k : positions) size_ids.push_back(ids_[k]);
@@ -366,13 +382,20 @@ void StudyJob::take_runs(const Block& b, bool final_look) {
 #else
   (void)final_look;
 #endif
-  for (;;) {
-    if (first) look_at_passed();
-    long long j = !first || stopped_ || stop_requested() || !other_data_seen_.empty() ? -1 : size_queue.next();
-    if (j >= 0) passed_.erase(positions[std::size_t(j)]);
-    if (j >= 0 && !other_data_seen_.empty()) {  // seen on the way to run j: it is not trained here
-      queue_->release(positions[std::size_t(j)]);
-      j = -1;
+  for (int taken = 0;; ++taken) {
+    long long j = -1;
+    if (first) {
+      const std::lock_guard<std::mutex> shared(lock_);
+      look_at_passed();
+      if (probe && taken == 0) j = probe_position(positions, size_queue);
+      if (j < 0 && !(probe && taken > 0) && !stopped_ && !stop_requested() && other_data_seen_.empty()) {
+        j = size_queue.next();
+      }
+      if (j >= 0) passed_.erase(positions[std::size_t(j)]);
+      if (j >= 0 && !other_data_seen_.empty()) {  // seen on the way to run j: it is not trained here
+        queue_->release(positions[std::size_t(j)]);
+        j = -1;
+      }
     }
 #if DPSTUDY_WITH_MPI
     if (group) group->broadcast(j);
@@ -384,13 +407,80 @@ void StudyJob::take_runs(const Block& b, bool final_look) {
     // As if every process worked at this one's rate so far: the study takes
     // total / processes of it. Which process has which run is not needed.
     const StudyEta eta = [this, work](double fraction, double run_eta) {
+      const std::lock_guard<std::mutex> shared(lock_);
       const double done = taken_work_ + fraction * work;
       if (done <= 0) return 0.0;
-      return std::max(run_eta, elapsed_s() * (total_ / (double(session_.size()) * done) - 1));
+      return std::max(run_eta, elapsed_s() * (total_ / (double(session_.size()) * lanes_ * done) - 1));
     };
     run_one(mine, eta, heartbeat_of(k));
     if (first) queue_->release(k);
   }
+}
+
+long long StudyJob::probe_position(const std::vector<std::size_t>& positions, ClaimQueue& queue) {
+  std::int64_t most = -1;
+  long long best = -1;
+  for (std::size_t j = 0; j < positions.size(); ++j) {
+    const RunConfig& c = plan_[schedule_[positions[j]].run].config;
+    const std::int64_t samples = std::int64_t(c.workers) * c.batch_size;
+    if (samples > most) {
+      most = samples;
+      best = (long long)j;
+    }
+  }
+  return best >= 0 && queue.take(std::size_t(best)) ? best : -1;
+}
+
+// Each thread takes the next run as it becomes free, as a process does, on a
+// CUDA stream of its own on a GPU. auto on a GPU trains the run with the
+// largest batch alone first, then as many at once as its peak memory allows.
+// An error in one run stops the others as a signal would (they checkpoint),
+// and is the job's once all are through.
+void StudyJob::train_lanes(const Block& b) {
+  const auto lane = [this, b](bool probe) {
+    try {
+#if DPSTUDY_CUDA
+      std::optional<c10::cuda::CUDAStreamGuard> own;
+      if (job_.device.is_cuda()) own.emplace(c10::cuda::getStreamFromPool(false, job_.device.index()));
+#endif
+      take_runs(b, false, probe);
+    } catch (...) {
+      const std::lock_guard<std::mutex> shared(lock_);
+      if (!lane_error_) {
+        lane_error_ = std::current_exception();
+        job_.current_run = lane_run;
+      }
+      stop_for("an error in another run of this process");
+    }
+  };
+  int lanes = job_.runs_at_once;
+  if (lanes == 0) {
+    std::thread(lane, true).join();
+    lanes = lane_error_ || stopped_ || stop_requested() ? 1 : lanes_after_probe();
+  }
+  {
+    const std::lock_guard<std::mutex> shared(lock_);
+    lanes_ = lanes;
+    execution_.shared_process = lanes > 1;
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < lanes; ++t) threads.emplace_back(lane, false);
+  for (std::thread& t : threads) t.join();
+  if (lane_error_) std::rethrow_exception(lane_error_);
+}
+
+int StudyJob::lanes_after_probe() {
+  const int gpus = std::max(1, int(at::detail::getCUDAHooks().getNumGPUs()));
+  const int sharing = std::max(1, (session_.local_size() + gpus - 1) / gpus);  // processes on this GPU
+  const double device_mib = device_memory_mib(job_.device);
+  const int n = runs_that_fit(device_mib, sharing, last_peak_gpu_mib_);
+  char buf[300];
+  std::snprintf(buf, sizeof buf,
+                "# --runs_at_once auto: a first run peaked at %.0f MiB of the GPU's %.0f MiB, shared by %d "
+                "process(es): %d run(s) at once (docs/studies.md#runs-at-once)",
+                last_peak_gpu_mib_, device_mib, sharing, n);
+  out_.line(buf);
+  return n;
 }
 
 // Placed in advance; a run another job holds is left to it. Once a stop is

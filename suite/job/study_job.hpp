@@ -6,13 +6,17 @@
 // (study_provenance.cpp). Includes LibTorch's headers (job_context.hpp).
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,7 +29,8 @@
 
 namespace dpstudy {
 
-// Lines to the console (by verbosity) and to the study's log file (all of them).
+// Lines to the console (by verbosity) and to the study's log file (all of
+// them), whole, from any of the process's threads.
 class Output {
  public:
   explicit Output(int verbosity) : verbosity_(verbosity) {}
@@ -34,8 +39,13 @@ class Output {
 
  private:
   int verbosity_;
+  std::mutex lock_;
   std::ofstream log_;
 };
+
+// The run this thread trains (run_one), to name it with its error when runs
+// train at once (StudyJob::train_lanes).
+extern thread_local std::string lane_run;
 
 // Maps a run's fraction done and its own ETA (s) to the study's ETA (s).
 using StudyEta = std::function<double(double, double)>;
@@ -91,7 +101,17 @@ class StudyJob {
   double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - study_start_).count(); }
   void train();
   void train_dynamic();
-  void take_runs(const Block& b, bool final_look);
+  // `probe`: the one run of the largest batch, alone (train_lanes).
+  void take_runs(const Block& b, bool final_look, bool probe = false);
+  // --runs_at_once: threads of this process that each take runs as take_runs
+  // does; on a GPU each launches on a stream of its own.
+  void train_lanes(const Block& b);
+  // The runs this process trains at once after a first run alone measured
+  // its peak GPU memory (--runs_at_once auto).
+  int lanes_after_probe();
+  // The run of positions (of one size) with the most samples per step on a
+  // process, taken through `queue`; -1 when another job holds it.
+  long long probe_position(const std::vector<std::size_t>& positions, ClaimQueue& queue);
   void train_static();
   std::unique_ptr<Trainer> start_or_resume(const PlannedRun& p, const TrainingData& d, Communicator& comm, int nprocs,
                                            bool leader, const std::string& ckpt, Output& o, const std::string& tag);
@@ -123,7 +143,19 @@ class StudyJob {
   double measured_rate_ = 0;  // mean samples/s of the complete runs, for the estimate
   std::vector<int> procs_;    // per run to do
   bool dynamic_ = false;
-  bool stopped_ = false;  // a run of this process stopped (stop.hpp)
+  std::atomic<bool> stopped_{false};  // a run of this process stopped (stop.hpp)
+  // What the runs a process trains at once share in it: the members below
+  // and the steps of run_one around its training (building a model seeds
+  // LibTorch's one generator). Each run's training holds none of it.
+  mutable std::mutex lock_;
+  Execution execution_;            // the job's, shared_process once runs train at once
+  int lanes_ = 1;                  // runs this process trains at once now
+  double last_peak_gpu_mib_ = 0;   // the last run's summary/peak_gpu_mib (the probe's)
+  std::exception_ptr lane_error_;  // the first error of a run trained at once
+  // TF32 is a switch of the whole process (cuBLAS, cuDNN): a tf32 run and a
+  // run of another precision never train at once (run_one waits its turn).
+  std::condition_variable precision_turn_;
+  int tf32_runs_ = 0, other_runs_ = 0;  // training now
   // A run another job finished meanwhile on other data files (a first process
   // of a group saw it): this process's groups take no more runs.
   std::string other_data_seen_;
@@ -140,7 +172,7 @@ class StudyJob {
   std::unique_ptr<StudyIndex> index_;  // rewritten after each run this process leads, and at the end
   std::unique_ptr<ClaimQueue> queue_;
   double heartbeat_s_ = 60;
-  Clock::time_point study_start_, last_beat_;
+  Clock::time_point study_start_;
   double taken_work_ = 0;  // sample-gradients / processes of the runs this process has finished here
   // Results I/O against training time, as measured in this invocation (lead
   // process): run files, index rebuilds and checkpoints (docs/performance.md).

@@ -11,6 +11,9 @@
 #include "study_job.hpp"
 
 namespace dpstudy {
+
+thread_local std::string lane_run = "-";
+
 namespace {
 
 // In-run progress with the run's place in the study: the study's ETA comes from
@@ -48,6 +51,12 @@ class StudyProgress : public ProgressSink {
   double interval_, last_ = -1e9;
 };
 
+// Runs its action when the scope ends, however it ends.
+struct TurnOver {
+  std::function<void()> action;
+  ~TurnOver() { action(); }
+};
+
 }  // namespace
 
 // The run's trainer: from its checkpoints where every process of the run has one
@@ -55,7 +64,7 @@ class StudyProgress : public ProgressSink {
 std::unique_ptr<Trainer> StudyJob::start_or_resume(const PlannedRun& p, const TrainingData& d, Communicator& comm,
                                                    int nprocs, bool leader, const std::string& ckpt, Output& o,
                                                    const std::string& tag) {
-  auto trainer = std::make_unique<Trainer>(p.config, p.factory, d, comm, job_.execution);
+  auto trainer = std::make_unique<Trainer>(p.config, p.factory, d, comm, execution_);
   // Resume only if every process of the run has its checkpoint at the same
   // step. Each reads the same files, but a read can fail on one alone (a
   // parallel file system): the processes agree, or they would train from
@@ -79,7 +88,7 @@ std::unique_ptr<Trainer> StudyJob::start_or_resume(const PlannedRun& p, const Tr
     } else {
       o.line(tag + "checkpoint unusable (" + (failure.empty() ? "on another process of the run" : failure) +
              "); starting over");
-      trainer = std::make_unique<Trainer>(p.config, p.factory, d, comm, job_.execution);
+      trainer = std::make_unique<Trainer>(p.config, p.factory, d, comm, execution_);
     }
   }
   return trainer;
@@ -88,13 +97,16 @@ std::unique_ptr<Trainer> StudyJob::start_or_resume(const PlannedRun& p, const Tr
 // One run on the processes pl.ranks (this one among them). `claim`, if given,
 // is asked on the run's first process whether this job may train it (static
 // placement: another job may hold it, or the job is stopping); kMine trains it.
+// Everything but the training holds lock_: other runs may train at once.
 bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std::function<void()>& heartbeat,
                        const std::function<long long()>& claim) {
+  std::unique_lock<std::mutex> shared(lock_);
   const auto me = std::find(pl.ranks.begin(), pl.ranks.end(), session_.rank());
   const bool leader = me == pl.ranks.begin();
   const std::size_t i = pl.run;
   PlannedRun& p = plan_[i];
   job_.current_run = p.id;
+  lane_run = p.id;
   const std::string tag = "[run " + std::to_string(i + 1) + "/" + std::to_string(plan_.size()) + "] ";
   const std::string file = (runs_dir_ / (p.id + ".h5")).string();
   const int nprocs = int(pl.ranks.size());
@@ -122,6 +134,15 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   std::string config_line = tag + "# config:";
   for (const auto& [k, v] : p.key_values) config_line += " " + k + "=" + to_text(v);
   o.line(config_line, 2);
+  const bool tf32 = p.config.precision == Precision::tf32;
+  precision_turn_.wait(shared, [&] { return (tf32 ? other_runs_ : tf32_runs_) == 0; });
+  int& training_now = tf32 ? tf32_runs_ : other_runs_;
+  ++training_now;
+  const TurnOver turn_over{[&] {
+    if (!shared.owns_lock()) shared.lock();
+    --training_now;
+    precision_turn_.notify_all();
+  }};
   const TrainingData& d = job_.data.at(p.config.dataset);
   std::unique_ptr<Trainer> trainer = start_or_resume(p, d, *rc.comm, nprocs, leader, ckpt, o, tag);
   RunRecord rec;
@@ -134,8 +155,11 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   rec.workers = p.config.workers;
   StudyProgress progress(o, tag, study_eta, leader ? heartbeat : std::function<void()>());
   const CheckpointPolicy policy{ckpt, options_.checkpoint_interval, options_.checkpoint_steps};
+  shared.unlock();
   rec.result = trainer->run(&progress, policy);
+  shared.lock();
   rec.finished_utc = utc_now();
+  last_peak_gpu_mib_ = rec.result.summary.peak_gpu_mib;
   if (rec.result.summary.status == RunStatus::stopped) {
     o.line(tag + p.id + " " + axes_str + ": stopped by " + stop_cause() + " at step " +
            std::to_string(trainer->current_step()) + " of " + std::to_string(trainer->total_steps()) +

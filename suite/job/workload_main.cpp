@@ -393,6 +393,28 @@ void check_placement(const Request& request, const Plan& plan, int world) {
   }
 }
 
+// --runs_at_once: runs of one process each, or refused. On the CPU each run
+// trains on one thread, and auto is one run per thread of the process; on a
+// GPU auto stays 0 until a first run has measured its peak memory.
+int resolve_runs_at_once(const Request& request, const Plan& plan, const at::Device& device, int world, JobOptions& g) {
+  int n = runs_at_once_count(g.runs_at_once);
+  if (n == 1 || !request.study_mode || plan.runs.size() < 2) return 1;
+  for (const PlannedRun& p : plan.runs) {
+    const int procs = procs_for_run(p.config, g.procs_per_run, world);
+    if (procs == 1) continue;
+    throw UsageError("--runs_at_once " + g.runs_at_once + " trains runs of one process each, and the run " +
+                     (request.swept.empty() ? p.id : axes_text(p.values, request.swept)) + " is on " +
+                     std::to_string(procs) + " processes: give --procs_per_run 1");
+  }
+  if (!device.is_cpu()) return n;
+  if (n == 0) n = g.threads;
+  if (n > 1) {  // so that every thread a run starts computes on one
+    at::set_num_threads(1);
+    g.threads = 1;
+  }
+  return n;
+}
+
 // --cuda_graphs on for a run that cannot be graphed: refused, with the reason
 // and the run, before any run trains.
 void check_cuda_graphs(const Request& request, const Plan& plan, const at::Device& device, int world) {
@@ -487,6 +509,8 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
     const std::string gpu = gpu_identity(device, g.deterministic, &gpu_driver);
     if (g.deterministic) set_deterministic(device);
     set_threads(g, request->stored, session);
+    const int runs_at_once =
+        resolve_runs_at_once(*request, plan, device, g.dry_run_processes > 0 ? g.dry_run_processes : session.size(), g);
     job.emplace(Job{session,
                     *request,
                     plan,
@@ -501,7 +525,8 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
                     workload.name,
                     argc,
                     argv,
-                    current_run});
+                    current_run,
+                    runs_at_once});
     load_data(*job);
   });
   if (done && start.code == JobEnded::go_on) start.code = 0;

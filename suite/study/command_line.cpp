@@ -66,15 +66,15 @@ void describe(Descriptions& d, JobOptions& g) {
       "seeds", po::value<std::string>(), "a count n (seeds 1..n) or a list of seeds")(
       "global_batch", po::value<std::string>(),
       "samples per step over all workers, held while workers are swept: each run's batch_size is global_batch / "
-      "workers (not with batch_size)")(
-      "exclude", po::value<std::string>(), "combinations to drop, e.g. \"sync_period=1 & overlap>0; workers=1\"")(
+      "workers (not with batch_size)")("exclude", po::value<std::string>(),
+                                       "combinations to drop, e.g. \"sync_period=1 & overlap>0; workers=1\"")(
       "output", po::value(&g.output), "results root: <output>/<study>/ (default: results)")(
       "force", po::bool_switch(&g.force), "rerun runs that are already complete")(
       "dry_run", po::bool_switch(&g.dry_run), "print the run list and the estimated cost, run nothing")(
       "dry_run_processes", po::value(&g.dry_run_processes)->default_value(0),
       "with --dry_run: plan for a job of this many processes, as mpirun -n N would (a Slurm allocation's "
-      "tasks, from a login node; 0: this job's)")(
-      "rebuild_index", po::bool_switch(&g.rebuild_index), "rebuild <output>/<study>/index.h5 from the run files")(
+      "tasks, from a login node; 0: this job's)")("rebuild_index", po::bool_switch(&g.rebuild_index),
+                                                  "rebuild <output>/<study>/index.h5 from the run files")(
       "checkpoint_interval", po::value(&g.checkpoint_interval)->default_value(300),
       "save a running run's full state every this many seconds (0: never)")(
       "checkpoint_steps", po::value(&g.checkpoint_steps)->default_value(0),
@@ -84,6 +84,10 @@ void describe(Descriptions& d, JobOptions& g) {
       "claim_timeout", po::value(&g.claim_timeout)->default_value(600),
       "several jobs on one study: seconds after which a claim on a run that its job stopped refreshing is "
       "stale and the run is taken over (docs/mpi.md)")(
+      "runs_at_once", po::value(&g.runs_at_once)->default_value("1"),
+      "runs each process trains at once, each in a thread of its own, every run on one process: N, or auto "
+      "(on the CPU one per thread, each run on one thread; on a GPU as many as fit in its memory, from the "
+      "first run's peak). Each run's bits are those it has alone (docs/studies.md#runs-at-once)")(
       "placement", po::value(&g.placement)->default_value("dynamic"),
       "under mpirun: dynamic (groups of processes take the next run as they become free) or static (placed "
       "in advance from estimated costs); runs of several sizes: groups of the largest split as its runs "
@@ -106,6 +110,17 @@ void describe(Descriptions& d, JobOptions& g) {
       "search_lr_decay_steps", po::value<std::string>(), "LOW:HIGH, whole steps");
 }
 
+}  // namespace
+
+int runs_at_once_count(const std::string& text) {
+  if (text == "auto") return 0;
+  if (text.empty() || text.size() > 3 || text.find_first_not_of("0123456789") != std::string::npos) return -1;
+  const int n = std::stoi(text);
+  return n >= 1 && n <= 256 ? n : -1;
+}
+
+namespace {
+
 void check(const JobOptions& g) {
   if (g.mode != "train" && g.mode != "throughput") throw ConfigError("mode", g.mode, "is not one of: train, throughput");
   if (g.procs_per_run < 0) {
@@ -122,6 +137,17 @@ void check(const JobOptions& g) {
   }
   if (g.placement != "dynamic" && g.placement != "static") {
     throw ConfigError("placement", g.placement, "is not one of: dynamic, static");
+  }
+  if (runs_at_once_count(g.runs_at_once) < 0) {
+    throw ConfigError("runs_at_once", g.runs_at_once, "must be a number of runs from 1 to 256, or auto");
+  }
+  if (g.runs_at_once != "1" && g.placement == "static") {
+    throw UsageError("--runs_at_once " + g.runs_at_once +
+                     " trains the next run as a thread of a process becomes "
+                     "free: it needs --placement dynamic");
+  }
+  if (g.runs_at_once != "1" && g.mode == "throughput") {
+    throw UsageError("--runs_at_once is for studies: --mode throughput times one sweep point at a time");
   }
   if (g.dry_run_processes < 0 || g.dry_run_processes > 1000000) {
     throw ConfigError("dry_run_processes", std::to_string(g.dry_run_processes),

@@ -46,6 +46,7 @@ struct JobOptions {
   int procs_per_run = 0;
   int dry_run_processes = 0;  // --dry_run: plan for a job of this many processes (0: this job's)
   std::string placement = "dynamic";
+  std::string runs_at_once = "1";  // N or auto: runs_at_once_count
   double checkpoint_interval = 300;
   std::int64_t checkpoint_steps = 0;
   double claim_timeout = 600;
@@ -53,6 +54,9 @@ struct JobOptions {
   std::int64_t warmup_steps = 0, iterations = 0;
   std::vector<std::string> benchmark_flags;  // --benchmark_*, for Google Benchmark untouched
 };
+
+// --runs_at_once as a count: N (1 to 256), 0 for auto, -1 when it is neither.
+int runs_at_once_count(const std::string& text);
 
 // --reproduce: a run file's stored config as the values of a one-run study.
 struct StoredRun {
@@ -142,6 +146,7 @@ struct DryRun {
   std::string device = "cpu";           // where the runs train ("cuda:0")
   int node_processes = 1, gpus = 0;     // this node's processes and GPUs (on a GPU: the packing)
   std::size_t graphed = 0;              // runs whose steps --cuda_graphs captures
+  int runs_at_once = 1;                 // per process (--runs_at_once; 0: auto on a GPU)
   std::vector<std::string> data_notes;  // datasets not here, costs assumed
   std::set<std::string> resumable;      // run ids with checkpoints
   std::vector<int> procs;               // per run to do

@@ -4,7 +4,9 @@ that nothing is corrupt, no finished run is redone, and the final index and
 every run's metrics equal, bit for bit, those of an uninterrupted study; stop it
 with SIGTERM, SIGINT or SIGUSR1 (a checkpoint at that step, exit 5) and resume
 it to the same bits; and a checkpoint written by an earlier dpstudy (without
-the keys added since) resumes.
+the keys added since) resumes. Runs trained at once in one process
+(--runs_at_once) give the bits of runs trained one by one, and stop and resume
+alike on a signal or an error in one of them.
 
 usage: test_kill_resume.py WORKLOAD_EXE DPSTUDY_DATA
 """
@@ -23,13 +25,15 @@ EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
 FIXTURES = None  # made in the test class's folder
 
 
-def study(output, *extra, kill=None, signal=None):
+def study(output, *extra, kill=None, signal=None, fail=None):
     # A small MLP (51k parameters, not 670k): a checkpoint is then 0.8 MB, not 10.7,
     # and these studies write hundreds (docs/performance.md); the tests are about
     # stopping and resuming, which do not depend on the model's size.
     env = dict(os.environ)
-    for k in ("DPSTUDY_TEST_KILL_AT", "DPSTUDY_TEST_KILL_SIGNAL", "DPSTUDY_TEST_KILL_RANK"):
+    for k in ("DPSTUDY_TEST_KILL_AT", "DPSTUDY_TEST_KILL_SIGNAL", "DPSTUDY_TEST_KILL_RANK", "DPSTUDY_TEST_FAIL_AT"):
         env.pop(k, None)
+    if fail:
+        env["DPSTUDY_TEST_FAIL_AT"] = fail
     if kill:
         env["DPSTUDY_TEST_KILL_AT"] = kill
     if signal:
@@ -109,6 +113,43 @@ class KillAndResume(TempFolderTest):
                 self.assertEqual(len(runs), 4, runs)
                 with h5py.File(os.path.join(out, "kill", "runs", ckpt.split(".")[0] + ".h5"), "r") as f:
                     self.assertEqual(f["summary"].attrs["peak_rss_mib"], 99999.0)  # the larger of the two parts
+
+    def test_runs_trained_at_once_give_the_bits_of_runs_trained_one_by_one(self):
+        # Three threads of one process take the four runs, each the next as it
+        # becomes free, every run on one thread.
+        out = os.path.join(self.tmp, "at-once")
+        r = study(out, "--runs_at_once", "3", "--dry_run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("# runs at once: 3 per process, each on one thread (--runs_at_once): up to 3 in this job",
+                      r.stdout)
+        r = study(out, "--runs_at_once", "3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        events = re.findall(r"\] [0-9a-f]{16} .*: (starting|completed)", r.stdout)
+        self.assertEqual(events[:3], ["starting"] * 3, r.stdout)  # at once: three start before one ends
+        self.assertEqual(sorted(events), ["completed"] * 4 + ["starting"] * 4)
+        runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(out, "kill"))
+        self.assertEqual(len(runs), 4, runs)
+
+    def test_runs_trained_at_once_stop_together_and_resume_to_the_same_bits(self):
+        # A signal stops every run in progress at a checkpoint; an error in one
+        # run (the 70th step of the process's, so inside the second run of
+        # two) stops the other as a signal would, and the job exits 1 with it.
+        for what, stop in (("signal", dict(kill="step:25", signal="TERM")), ("error", dict(fail="step:70"))):
+            with self.subTest(stop=what):
+                out = os.path.join(self.tmp, "at-once-" + what)
+                r = study(out, "--runs_at_once", "2", **stop)
+                self.assertEqual(r.returncode, 5 if what == "signal" else 1, r.stdout + r.stderr)
+                cause = "SIGTERM" if what == "signal" else "an error in another run of this process"
+                self.assertIn(f": stopped by {cause} at step ", r.stdout)
+                if what == "error":
+                    self.assertIn("error: injected failure (DPSTUDY_TEST_FAIL_AT=step:70)", r.stderr)
+                runs = os.path.join(out, "kill", "runs")
+                self.assertEqual(sorted(f.split(".", 1)[1] for f in os.listdir(runs)), ["ckpt.h5"] * 2)
+                r = study(out, "--runs_at_once", "2")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(r.stdout.count("resuming from its checkpoint at step"), 2, r.stdout)
+                runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(out, "kill"))
+                self.assertEqual(len(runs), 4, runs)
 
     def test_a_checkpoint_of_an_earlier_dpstudy_is_resumed(self):
         # Keys added since (eval_at_sync, test_every) at their old behaviour's

@@ -10,6 +10,7 @@
 
 #include "dpstudy/cuda_graphs.hpp"
 #include "dpstudy/dataset.hpp"
+#include "dpstudy/device_memory.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/fixtures.hpp"
 #include "dpstudy/precision.hpp"
@@ -813,6 +814,23 @@ TEST(Training, ReadingTheLossesEveryKStepsKeepsEveryBit) {
   const RunResult diverged = run(wild, 1);
   ASSERT_EQ(diverged.summary.status, RunStatus::diverged);
   same(diverged, run(wild, 16), "diverged, read every 16 steps");
+}
+
+// --runs_at_once auto on a GPU: runs of a measured peak fit in 80 % of the
+// GPU's memory shared by its processes, less each process's CUDA context.
+TEST(RunsAtOnce, AsManyAsFitInTheGpusMemory) {
+  const double h200 = 143771;  // MiB
+  // 0.8 * 143771 - 512 = 114504.8 MiB: 57 runs of 2000 MiB.
+  EXPECT_EQ(runs_that_fit(h200, 1, 2000), 57);
+  // Four processes on the GPU: 0.8 * 143771 / 4 - 512 = 28242.2 MiB each: 14 runs.
+  EXPECT_EQ(runs_that_fit(h200, 4, 2000), 14);
+  EXPECT_EQ(runs_that_fit(h200, 1, 10), kMostRunsAtOnce);  // a small run: capped
+  EXPECT_EQ(runs_that_fit(h200, 1, 200000), 1);            // larger than the GPU: one, alone
+  EXPECT_EQ(runs_that_fit(16384, 64, 100), 1);             // no room beside the contexts
+  // Unknown (the CPU, a first run that did not train): one.
+  EXPECT_EQ(runs_that_fit(std::nan(""), 1, 2000), 1);
+  EXPECT_EQ(runs_that_fit(h200, 1, std::nan("")), 1);
+  EXPECT_EQ(runs_that_fit(h200, 0, 2000), 1);
 }
 
 // Which runs qualify for whole-step CUDA graphs, and why the others do not.

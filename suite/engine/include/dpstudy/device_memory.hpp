@@ -13,5 +13,17 @@ bool reset_peak_device_memory(const c10::Device& device);
 // since the last reset, MiB; NaN where unknown. The CUDA context, a few
 // hundred MiB per process, is not in it.
 double peak_device_memory_mib(const c10::Device& device);
+// The device's whole memory, MiB; NaN where unknown (the CPU).
+double device_memory_mib(const c10::Device& device);
+
+// --runs_at_once auto on a GPU: how many runs of `peak_mib` each fit at once
+// in a process that shares a GPU of `device_mib` with `processes` - 1 others.
+// Each process keeps kContextMib for its CUDA context and cuBLAS workspaces,
+// and all of them together kSafeFraction of the memory: runs of a study
+// differ (a larger batch, a wider model) and the allocator fragments. At
+// least 1, at most kMostRunsAtOnce.
+constexpr double kSafeFraction = 0.8, kContextMib = 512;
+constexpr int kMostRunsAtOnce = 64;
+int runs_that_fit(double device_mib, int processes, double peak_mib);
 
 }  // namespace dpstudy

@@ -74,6 +74,10 @@ struct Execution {
   int threads = 0;
   int read_every = 0;
   CudaGraphs cuda_graphs = CudaGraphs::off;
+  // Other runs train in this process at the same time (--runs_at_once): a run
+  // does not reset the process's peaks of memory, so its peak_rss_mib and
+  // peak_gpu_mib are the process's, all its runs together.
+  bool shared_process = false;
 };
 
 // When a run saves its full state, so that a killed run resumes where it was.
@@ -243,6 +247,7 @@ class Trainer {
   // The same for the GPU memory LibTorch's allocator reserved (device_memory.hpp).
   double peak_gpu_so_far() const;
   bool gpu_peak_reset_ = false;
+  bool shared_process_ = false;  // Execution::shared_process
   double gpu_peak_before_mib_ = 0;
   std::int64_t steps_since_eval_ = 0;
 };
