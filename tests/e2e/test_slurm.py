@@ -150,7 +150,8 @@ class LauncherInput(Workspace):
 
     def test_runs_sharing_a_gpu_and_mps(self):
         # G GPUs per node, N runs at once on each: N x G processes per node, each taking the GPU of
-        # its local rank modulo G; --mps starts NVIDIA MPS on every node for them.
+        # its local rank modulo G; --mps starts NVIDIA MPS on every node for them. Or --share threads:
+        # G processes per node, each training N runs (or auto) in threads.
         self.refused("--runs-per-gpu and --gpus-per-node go together", "--workload", EXE, "--runs-per-gpu", "4")
         self.refused("--mps serves runs sharing a GPU", "--workload", EXE, "--mps")
         self.refused("--runs-per-gpu shares each node's GPUs among its processes; --gpus-per-task gives each "
@@ -158,24 +159,52 @@ class LauncherInput(Workspace):
                      "--gpus-per-task", "1")
         self.refused("--tasks-per-node 3: --runs-per-gpu 2 x --gpus-per-node 2 makes 4 processes per node",
                      "--workload", EXE, "--runs-per-gpu", "2", "--gpus-per-node", "2", "--tasks-per-node", "3")
+        # Threads of one process per GPU (the workload's --runs_at_once): auto only so, and no MPS.
+        self.refused("--runs-per-gpu auto sizes the runs of a process from a first run's memory: it needs --share "
+                     "threads", "--workload", EXE, "--runs-per-gpu", "auto", "--gpus-per-node", "1")
+        self.refused("--runs-per-gpu four: expected a number of runs, or auto", "--workload", EXE,
+                     "--runs-per-gpu", "four", "--gpus-per-node", "1")
+        self.refused("--share threads says how runs share a GPU: give --runs-per-gpu N", "--workload", EXE,
+                     "--share", "threads")
+        self.refused("with --share threads one process per GPU trains its runs on CUDA streams of its own: drop "
+                     "--mps", "--workload", EXE, "--runs-per-gpu", "8", "--gpus-per-node", "1", "--share",
+                     "threads", "--mps")
+        self.refused("--tasks-per-node 2: --share threads makes one process per GPU, 4 processes per node",
+                     "--workload", EXE, "--runs-per-gpu", "8", "--gpus-per-node", "4", "--share", "threads",
+                     "--tasks-per-node", "2")
+        threads = ["--workload", EXE, "--runs-per-gpu", "auto", "--gpus-per-node", "2", "--share", "threads", "--",
+                   "--data_dir", self.data]
         args = ["--workload", EXE, "--runs-per-gpu", "4", "--gpus-per-node", "2", "--mps", "--", "--data_dir",
                 self.data]
         version = subprocess.run([EXE, "--version"], capture_output=True, text=True).stdout
         if "cuda on" not in version:
             self.refused("--runs-per-gpu 4: " + os.path.basename(EXE) + " was built without CUDA", *args)
+            self.refused("--runs-per-gpu auto: " + os.path.basename(EXE) + " was built without CUDA", *threads)
             return
-        r = launcher(self.study, *args, cwd=self.tmp)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("x 8 process(es)", r.stdout)
-        self.assertIn("# packing: 4 run(s) at once on each of the 2 GPU(s) of a node, 8 processes per node, with "
-                      "NVIDIA MPS", r.stdout)
-        with open(os.path.join(self.tmp, "results", "slurmtest", "slurm.sbatch")) as f:
-            script = f.read()
+        self.refused("--runs_at_once after --: the batch script sets it from --runs-per-gpu with --share threads",
+                     *threads, "--runs_at_once", "2")
+        script = self.packed_script(threads, 2, "# packing: as many runs as fit at once on each of the 2 GPU(s) of a "
+                                    "node, in threads of one process per GPU (--runs_at_once auto)")
+        for line in ("#SBATCH --gpus-per-node=2", "#SBATCH --ntasks-per-node=2", " --runs_at_once auto",
+                     " --procs_per_run 1 ", " --device cuda"):
+            self.assertIn(line, script)
+        self.assertNotIn("mps", script)
+        script = self.packed_script(args, 8, "# packing: 4 run(s) at once on each of the 2 GPU(s) of a node, 8 "
+                                    "processes per node, with NVIDIA MPS")
         for line in ("#SBATCH --gpus-per-node=2", "#SBATCH --ntasks-per-node=8", "exec nvidia-cuda-mps-control -f",
                      'export CUDA_MPS_PIPE_DIRECTORY="/tmp/dpstudy-mps-$SLURM_JOB_ID/pipe"', " --device cuda",
                      " --procs_per_run 1 "):
             self.assertIn(line, script)
         self.assertNotIn("--gpus-per-task", script)
+
+    def packed_script(self, args, processes, packing):
+        """The launcher's batch script for `args`, after its lines said `processes` per node and `packing`."""
+        r = launcher(self.study, *args, cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"x {processes} process(es)", r.stdout)
+        self.assertIn(packing, r.stdout)
+        with open(os.path.join(self.tmp, "results", "slurmtest", "slurm.sbatch")) as f:
+            return f.read()
 
     def refused(self, message, *args):
         """The launcher, run on this workspace's study with `args`, exits 2 saying `message`."""
