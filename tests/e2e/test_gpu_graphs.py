@@ -6,7 +6,9 @@ run stepped eagerly:
 - the MLP and ResNet-20, with W = 1, 2 and 8, synchronous and local SGD, group
   averaging, a step schedule whose milestone makes the graphs be captured
   again, and a warm-up stepped eagerly;
-- 1 and 2 processes sharing the GPU (each process training runs of its own);
+- 1 and 2 processes sharing the GPU (each process training runs of its own),
+  and runs trained at once in threads of one process (--runs_at_once), graphed
+  and eager, on streams of their own, with TF32 runs waiting their turn;
 - a graphed run killed and resumed from its checkpoint in the middle;
 - --reproduce of a graphed run, graphed and eager;
 - --cuda_graphs on is refused, with the reason, for a run spread over 2 processes.
@@ -96,6 +98,26 @@ class Graphs(TempFolderTest):
         two, _ = self.study(MLP, "two", "on", *args, "--procs_per_run", "1", mpi=2)
         self.graphed(two)
         self.assertEqual(len(assert_same_study(self, one, two)), 4)
+
+    def test_runs_at_once_in_threads_give_the_bits_of_runs_alone(self):
+        # Each thread's run on a stream of its own, captured and replayed while the
+        # others run; auto sizes the threads from a first run's peak memory.
+        args = ["--dataset", "mnist", "--workers", "2,8", "--batch_size", "16", "--sync_period", "1,4", "--epochs", "1",
+                "--seeds", "2"]
+        alone, _ = self.study(MLP, "alone", "off", *args)
+        for graphs, at_once in (("on", "4"), ("off", "3"), ("on", "auto")):
+            with self.subTest(graphs=graphs, runs_at_once=at_once):
+                packed, r = self.study(MLP, f"packed-{graphs}-{at_once}", graphs, *args, "--runs_at_once", at_once)
+                self.graphed(packed, graphs)
+                self.assertEqual(len(assert_same_study(self, alone, packed)), 8)
+                if at_once == "auto":
+                    self.assertRegex(r.stdout, r"# --runs_at_once auto: a first run peaked at [0-9]+ MiB of the "
+                                     r"GPU's [0-9]+ MiB, shared by 1 process\(es\): [0-9]+ run\(s\) at once")
+        # ResNet-20 (cuDNN, batch norm) and precisions: a tf32 run never beside an fp32 one.
+        rargs = ["--depth", "8", "--workers", "2", "--batch_size", "16", "--epochs", "1", "--precision", "fp32,tf32,bf16"]
+        alone, _ = self.study(RESNET, "resnet-alone", "off", *rargs)
+        packed, _ = self.study(RESNET, "resnet-packed", "auto", *rargs, "--runs_at_once", "3")
+        self.assertEqual(len(assert_same_study(self, alone, packed)), 3)
 
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
     def test_on_is_refused_for_a_run_over_two_processes(self):
