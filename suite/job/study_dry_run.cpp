@@ -54,7 +54,10 @@ void print_schedule(const DryRun& d, std::int64_t todo_cost) {
   }
   std::printf("# estimated cost: %lld sample-gradients to compute, %.0f per process on the longest one",
               (long long)todo_cost, makespan);
-  if (d.complete > 0) {
+  if (d.complete > 0 && d.runs_at_once > 1) {  // each run's rate, N of them at once
+    std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured, if %d at once keep it each\n",
+                makespan / d.measured_rate / d.runs_at_once / 60.0, d.measured_rate, d.complete, d.runs_at_once);
+  } else if (d.complete > 0) {
     std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured\n", makespan / d.measured_rate / 60.0,
                 d.measured_rate, d.complete);
   } else {

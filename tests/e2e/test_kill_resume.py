@@ -129,6 +129,10 @@ class KillAndResume(TempFolderTest):
         self.assertEqual(sorted(events), ["completed"] * 4 + ["starting"] * 4)
         runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(out, "kill"))
         self.assertEqual(len(runs), 4, runs)
+        # The estimate: each run's measured rate, three at once.
+        r = study(out, "--runs_at_once", "3", "--dry_run", "--force")
+        self.assertRegex(r.stdout, r"min at the [0-9]+ samples/s its 4 complete runs measured, if 3 at once keep it "
+                         r"each\n")
 
     def test_runs_trained_at_once_stop_together_and_resume_to_the_same_bits(self):
         # A signal stops every run in progress at a checkpoint; an error in one
