@@ -428,6 +428,13 @@ class Jobs(MpiStudies):
         self.assertEqual(text.count(": starting"), 8, text)  # each run once, among the 3 processes
         self.assertEqual(text.count(": completed, final test accuracy"), 8, text)
         self.assertEqual([f for f in os.listdir(runs) if f.endswith(".claim")], [])
+        # Two processes, each training two runs at once in threads: each run once among the four.
+        both = os.path.join(self.tmp, "dyn2x2")
+        r, _ = self.study(both, 2, *args, "--procs_per_run", "1", "--runs_at_once", "2")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(len(assert_same_study(self, os.path.join(one, "s"), os.path.join(both, "s"))), 8)
+        with open(os.path.join(both, "s", "log.txt")) as log:
+            self.assertEqual(log.read().count(": starting"), 8)
         # The plan says how runs will be placed; planned from one process for N (--dry_run_processes, a
         # login node), as under mpirun -n N.
         def plan(procs, *plan_args):
