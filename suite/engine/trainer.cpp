@@ -546,6 +546,8 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     advance();
     kill_point("step");
     fail_point("step");
+    if (out_of_memory_point("step"))
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "injected: out of memory (DPSTUDY_TEST_OOM_AT)");
     unread.push_back({step_, lr, elapsed(), comm_s_, comm_bytes_});
     const bool epoch_end = step_ % steps_per_epoch_ == 0;
     const bool eval_due =

@@ -1,6 +1,7 @@
 #include "study_job.hpp"
 
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/util/Exception.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -412,7 +413,14 @@ void StudyJob::take_runs(const Block& b, bool final_look, bool probe) {
       if (done <= 0) return 0.0;
       return std::max(run_eta, elapsed_s() * (total_ / (double(session_.size()) * lanes_ * done) - 1));
     };
-    run_one(mine, eta, heartbeat_of(k));
+    for (;;) {  // again, with fewer at once, after running out of the GPU's memory beside others
+      try {
+        run_one(mine, eta, heartbeat_of(k));
+        break;
+      } catch (const c10::OutOfMemoryError&) {
+        if (!fewer_at_once(mine.run)) throw;
+      }
+    }
     if (first) queue_->release(k);
   }
 }
@@ -467,6 +475,20 @@ void StudyJob::train_lanes(const Block& b) {
   for (int t = 0; t < lanes; ++t) threads.emplace_back(lane, false);
   for (std::thread& t : threads) t.join();
   if (lane_error_) std::rethrow_exception(lane_error_);
+}
+
+bool StudyJob::fewer_at_once(std::size_t run) {
+  const std::lock_guard<std::mutex> shared(lock_);
+  const int others = tf32_runs_ + other_runs_;  // this run's turn is over
+  if (others == 0) return false;
+  allowed_ = others;
+  lanes_ = std::min(lanes_, others);
+  out_.line("[run " + std::to_string(run + 1) + "/" + std::to_string(plan_.size()) + "] " + plan_[run].id +
+            ": out of the GPU's memory beside " + std::to_string(others) +
+            " other run(s); trained again when fewer "
+            "train at once: at most " +
+            std::to_string(others) + " from now on");
+  return true;
 }
 
 int StudyJob::lanes_after_probe() {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -106,6 +107,9 @@ class StudyJob {
   // --runs_at_once: threads of this process that each take runs as take_runs
   // does; on a GPU each launches on a stream of its own.
   void train_lanes(const Block& b);
+  // A run that ran out of the GPU's memory beside others: fewer train at once
+  // from now on, and false when it was alone (the job's error then).
+  bool fewer_at_once(std::size_t run);
   // The runs this process trains at once after a first run alone measured
   // its peak GPU memory (--runs_at_once auto).
   int lanes_after_probe();
@@ -156,6 +160,9 @@ class StudyJob {
   // run of another precision never train at once (run_one waits its turn).
   std::condition_variable precision_turn_;
   int tf32_runs_ = 0, other_runs_ = 0;  // training now
+  // Runs that may train at once: lowered when one ran out of the GPU's memory
+  // beside others (fewer_at_once); run_one waits its turn under it too.
+  int allowed_ = std::numeric_limits<int>::max();
   // A run another job finished meanwhile on other data files (a first process
   // of a group saw it): this process's groups take no more runs.
   std::string other_data_seen_;

@@ -135,7 +135,8 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   for (const auto& [k, v] : p.key_values) config_line += " " + k + "=" + to_text(v);
   o.line(config_line, 2);
   const bool tf32 = p.config.precision == Precision::tf32;
-  precision_turn_.wait(shared, [&] { return (tf32 ? other_runs_ : tf32_runs_) == 0; });
+  precision_turn_.wait(shared,
+                       [&] { return (tf32 ? other_runs_ : tf32_runs_) == 0 && tf32_runs_ + other_runs_ < allowed_; });
   int& training_now = tf32 ? tf32_runs_ : other_runs_;
   ++training_now;
   const TurnOver turn_over{[&] {

@@ -548,6 +548,14 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
     return fail(session, prog, current_run, e.what(), 2, true);
   } catch (const UsageError& e) {
     return fail(session, prog, current_run, e.what(), 2, true);
+  } catch (const c10::OutOfMemoryError& e) {  // alone on its device, or every run at once failed so
+    return fail(session, prog, current_run,
+                std::string(e.what_without_backtrace()) +
+                    " (give a smaller batch_size, fewer workers per process or fewer --runs_at_once; "
+                    "docs/studies.md#runs-at-once)",
+                1, false);
+  } catch (const c10::Error& e) {  // LibTorch's message, without its C++ backtrace
+    return fail(session, prog, current_run, e.what_without_backtrace(), 1, false);
   } catch (const std::exception& e) {
     return fail(session, prog, current_run, e.what(), 1, false);
   }

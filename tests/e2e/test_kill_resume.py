@@ -25,13 +25,16 @@ EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
 FIXTURES = None  # made in the test class's folder
 
 
-def study(output, *extra, kill=None, signal=None, fail=None):
+def study(output, *extra, kill=None, signal=None, fail=None, oom=None):
     # A small MLP (51k parameters, not 670k): a checkpoint is then 0.8 MB, not 10.7,
     # and these studies write hundreds (docs/performance.md); the tests are about
     # stopping and resuming, which do not depend on the model's size.
     env = dict(os.environ)
-    for k in ("DPSTUDY_TEST_KILL_AT", "DPSTUDY_TEST_KILL_SIGNAL", "DPSTUDY_TEST_KILL_RANK", "DPSTUDY_TEST_FAIL_AT"):
+    for k in ("DPSTUDY_TEST_KILL_AT", "DPSTUDY_TEST_KILL_SIGNAL", "DPSTUDY_TEST_KILL_RANK", "DPSTUDY_TEST_FAIL_AT",
+              "DPSTUDY_TEST_OOM_AT"):
         env.pop(k, None)
+    if oom:
+        env["DPSTUDY_TEST_OOM_AT"] = oom
     if fail:
         env["DPSTUDY_TEST_FAIL_AT"] = fail
     if kill:
@@ -154,6 +157,24 @@ class KillAndResume(TempFolderTest):
                 self.assertEqual(r.stdout.count("resuming from its checkpoint at step"), 2, r.stdout)
                 runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(out, "kill"))
                 self.assertEqual(len(runs), 4, runs)
+
+    def test_a_run_out_of_memory_beside_others_trains_again_with_fewer_at_once(self):
+        # LibTorch's OutOfMemoryError, injected at the process's 30th step (a GPU's
+        # allocator throws it; the CPU's has none): beside another run, the run
+        # trains again once fewer train at once; alone, it is the job's error, with
+        # LibTorch's message without its C++ backtrace and what to change.
+        out = os.path.join(self.tmp, "at-once-oom")
+        r = study(out, "--runs_at_once", "2", oom="step:30")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"\] [0-9a-f]{16}: out of the GPU's memory beside 1 other run\(s\); trained again "
+                         r"when fewer train at once: at most 1 from now on")
+        runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(out, "kill"))
+        self.assertEqual(len(runs), 4, runs)
+        r = study(os.path.join(self.tmp, "alone-oom"), oom="step:30")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("error: injected: out of memory (DPSTUDY_TEST_OOM_AT) (give a smaller batch_size, fewer "
+                      "workers per process or fewer --runs_at_once", r.stderr)
+        self.assertNotIn("frame #", r.stderr)
 
     def test_a_checkpoint_of_an_earlier_dpstudy_is_resumed(self):
         # Keys added since (eval_at_sync, test_every) at their old behaviour's

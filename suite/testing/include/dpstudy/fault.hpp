@@ -16,4 +16,9 @@ void kill_point(const char* name);
 // fail_point("NAME") throws dpstudy::Error, as a real failure would.
 void fail_point(const char* name);
 
+// And for the GPU running out of memory: with DPSTUDY_TEST_OOM_AT="NAME:K" (and
+// DPSTUDY_TEST_OOM_RANK=R), true on the K-th pass, where the caller throws
+// LibTorch's OutOfMemoryError as the allocator would (the CPU has none).
+bool out_of_memory_point(const char* name);
+
 }  // namespace dpstudy
