@@ -139,6 +139,7 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
                        [&] { return (tf32 ? other_runs_ : tf32_runs_) == 0 && tf32_runs_ + other_runs_ < allowed_; });
   int& training_now = tf32 ? tf32_runs_ : other_runs_;
   ++training_now;
+  const int runs_at_once = std::min(lanes_, allowed_);  // this process's, as the run starts
   const TurnOver turn_over{[&] {
     if (!shared.owns_lock()) shared.lock();
     --training_now;
@@ -175,6 +176,7 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
     rec.provenance = provenance(job_, places_, pl.ranks);
     rec.provenance.insert(rec.provenance.end(), {{"threads", std::int64_t(trainer->threads())},
                                                  {"parallel", to_string(trainer->parallelism())},
+                                                 {"runs_at_once", std::int64_t(runs_at_once)},
                                                  {"cuda_graphs", trainer->cuda_graphs() ? "on" : "off"},
                                                  {"dataset_checksums", d.checksums()}});
     write_run_file(file, rec);

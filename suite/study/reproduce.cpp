@@ -130,8 +130,8 @@ int report_reproduction(const std::string& reference, const StoredRun& stored, c
   // Where each ran: what explains a difference, if there is one.
   std::printf("# provenance: reference -> reproduced\n");
   for (const char* k : {"dpstudy_version", "git_commit", "git_changes", "libtorch", "blas", "blas_build", "cpu_kernels",
-                        "mpi_library", "hostname", "hosts", "processes", "threads", "parallel", "cuda_graphs", "device",
-                        "gpu", "gpu_driver", "deterministic"}) {
+                        "mpi_library", "hostname", "hosts", "processes", "threads", "parallel", "runs_at_once",
+                        "cuda_graphs", "device", "gpu", "gpu_driver", "deterministic"}) {
     const std::string a = provenance_item(reference, k), b = provenance_item(mine, k);
     std::printf("  %-16s  %s\n", k, (a == b ? "same: " + a : a + " -> " + b).c_str());
   }

@@ -132,6 +132,10 @@ class KillAndResume(TempFolderTest):
         self.assertEqual(sorted(events), ["completed"] * 4 + ["starting"] * 4)
         runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(out, "kill"))
         self.assertEqual(len(runs), 4, runs)
+        for folder, at_once in ((out, 3), (self.reference, 1)):
+            for name in runs:
+                with h5py.File(os.path.join(folder, "kill", "runs", name), "r") as f:
+                    self.assertEqual(f["provenance"].attrs["runs_at_once"], at_once, name)
         # The estimate: each run's measured rate, three at once.
         r = study(out, "--runs_at_once", "3", "--dry_run", "--force")
         self.assertRegex(r.stdout, r"min at the [0-9]+ samples/s its 4 complete runs measured, if 3 at once keep it "
