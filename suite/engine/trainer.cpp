@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 
 #include "dpstudy/assignment.hpp"
 #include "dpstudy/device_memory.hpp"
@@ -20,6 +21,14 @@
 
 namespace dpstudy {
 namespace {
+
+// LibTorch's one CPU generator seeds the weights of every model a process
+// builds: runs built at once in threads of one process (--runs_at_once) take
+// turns, each from its own seed.
+std::mutex& generator_lock() {
+  static std::mutex lock;
+  return lock;
+}
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -112,6 +121,7 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
   steps_per_epoch_ = std::int64_t(train_idx_.size()) / (std::int64_t(c.workers) * c.batch_size);
 
   // Every replica starts from the weights of one model built under the run seed.
+  std::unique_lock<std::mutex> seeding(generator_lock());
   at::manual_seed(c.seed);
   const at::Device device = data_.train_x.device();
   auto build = [&] {
@@ -146,6 +156,7 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
     momenta_.push_back(r.momentum());
     buffers_.push_back(r.buffers());
   }
+  seeding.unlock();
   if (c.sparsity > 0) {
     // One mask for every worker, from the run seed: SNIP scores of the initial
     // weights on mini-batches of a sampler of its own, or random scores. With

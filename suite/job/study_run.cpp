@@ -97,7 +97,8 @@ std::unique_ptr<Trainer> StudyJob::start_or_resume(const PlannedRun& p, const Tr
 // One run on the processes pl.ranks (this one among them). `claim`, if given,
 // is asked on the run's first process whether this job may train it (static
 // placement: another job may hold it, or the job is stopping); kMine trains it.
-// Everything but the training holds lock_: other runs may train at once.
+// Everything but building and training the run holds lock_: other runs may
+// train at once.
 bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std::function<void()>& heartbeat,
                        const std::function<long long()>& claim) {
   std::unique_lock<std::mutex> shared(lock_);
@@ -145,6 +146,7 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
     --training_now;
     precision_turn_.notify_all();
   }};
+  shared.unlock();  // the Trainer takes turns with other runs for LibTorch's generator itself
   const TrainingData& d = job_.data.at(p.config.dataset);
   std::unique_ptr<Trainer> trainer = start_or_resume(p, d, *rc.comm, nprocs, leader, ckpt, o, tag);
   RunRecord rec;
@@ -157,7 +159,6 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   rec.workers = p.config.workers;
   StudyProgress progress(o, tag, study_eta, leader ? heartbeat : std::function<void()>());
   const CheckpointPolicy policy{ckpt, options_.checkpoint_interval, options_.checkpoint_steps};
-  shared.unlock();
   rec.result = trainer->run(&progress, policy);
   shared.lock();
   rec.finished_utc = utc_now();
