@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/version.h>
 #include <boost/program_options/errors.hpp>
 
 #include <algorithm>
@@ -406,6 +407,15 @@ int resolve_runs_at_once(const Request& request, const Plan& plan, const at::Dev
                      (request.swept.empty() ? p.id : axes_text(p.values, request.swept)) + " is on " +
                      std::to_string(procs) + " processes: give --procs_per_run 1");
   }
+#if TORCH_VERSION_MAJOR < 2
+  // LibTorch 1's CUDA graphs capture in global mode: another thread's allocation breaks the capture.
+  if (device.is_cuda() && parse_cuda_graphs(g.cuda_graphs) != CudaGraphs::off) {
+    throw UsageError("--runs_at_once " + g.runs_at_once + " with --cuda_graphs " + g.cuda_graphs +
+                     " needs LibTorch "
+                     "2 or later, whose captures let other threads allocate; this is LibTorch " TORCH_VERSION
+                     ": give --cuda_graphs off, or share the GPU among processes (docs/gpu.md#runs-per-gpu)");
+  }
+#endif
   if (!device.is_cpu()) return n;
   if (n == 0) n = g.threads;
   if (n > 1) {  // so that every thread a run starts computes on one
