@@ -483,11 +483,12 @@ bool StudyJob::fewer_at_once(std::size_t run) {
   if (others == 0) return false;
   allowed_ = others;
   lanes_ = std::min(lanes_, others);
+  const std::string n = std::to_string(others);
   out_.line("[run " + std::to_string(run + 1) + "/" + std::to_string(plan_.size()) + "] " + plan_[run].id +
-            ": out of the GPU's memory beside " + std::to_string(others) +
-            " other run(s); trained again when fewer "
-            "train at once: at most " +
-            std::to_string(others) + " from now on");
+            ": out of the GPU's memory beside " + n +
+            " other run(s); trained again when fewer train at once: at "
+            "most " +
+            n + " from now on");
   return true;
 }
 

@@ -127,17 +127,13 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
       return false;
     }
   }
-  if (state_[i] == std::int64_t(RunFileState::corrupt) && leader) {
-    o.line(tag + p.id + ": run file is corrupt (" + why_[i] + "); rerunning");
-  }
-  o.line(tag + p.id + " " + axes_str + ": starting" +
-         (nprocs > 1 ? " on ranks " + std::to_string(pl.ranks.front()) + ".." + std::to_string(pl.ranks.back()) : ""));
-  std::string config_line = tag + "# config:";
-  for (const auto& [k, v] : p.key_values) config_line += " " + k + "=" + to_text(v);
-  o.line(config_line, 2);
   const bool tf32 = p.config.precision == Precision::tf32;
   precision_turn_.wait(shared,
                        [&] { return (tf32 ? other_runs_ : tf32_runs_) == 0 && tf32_runs_ + other_runs_ < allowed_; });
+  // Stopped while it waited its turn: a run of this process alone is left as
+  // it is, its claim given up by take_runs (a group's processes agree on
+  // stopping inside the run).
+  if (!claim && nprocs == 1 && (stopped_ || stop_requested() || lane_error_)) return false;
   int& training_now = tf32 ? tf32_runs_ : other_runs_;
   ++training_now;
   const int runs_at_once = std::min(lanes_, allowed_);  // this process's, as the run starts
@@ -146,6 +142,14 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
     --training_now;
     precision_turn_.notify_all();
   }};
+  if (state_[i] == std::int64_t(RunFileState::corrupt) && leader) {
+    o.line(tag + p.id + ": run file is corrupt (" + why_[i] + "); rerunning");
+  }
+  o.line(tag + p.id + " " + axes_str + ": starting" +
+         (nprocs > 1 ? " on ranks " + std::to_string(pl.ranks.front()) + ".." + std::to_string(pl.ranks.back()) : ""));
+  std::string config_line = tag + "# config:";
+  for (const auto& [k, v] : p.key_values) config_line += " " + k + "=" + to_text(v);
+  o.line(config_line, 2);
   shared.unlock();  // the Trainer takes turns with other runs for LibTorch's generator itself
   const TrainingData& d = job_.data.at(p.config.dataset);
   std::unique_ptr<Trainer> trainer = start_or_resume(p, d, *rc.comm, nprocs, leader, ckpt, o, tag);
