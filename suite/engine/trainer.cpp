@@ -22,14 +22,6 @@
 namespace dpstudy {
 namespace {
 
-// LibTorch's one CPU generator seeds the weights of every model a process
-// builds: runs built at once in threads of one process (--runs_at_once) take
-// turns, each from its own seed.
-std::mutex& generator_lock() {
-  static std::mutex lock;
-  return lock;
-}
-
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -210,6 +202,11 @@ void Trainer::prepare_launches(const Execution& execution) {
 }
 
 Trainer::~Trainer() = default;
+
+std::mutex& Trainer::generator_lock() {
+  static std::mutex lock;
+  return lock;
+}
 
 const std::vector<std::int64_t>& Trainer::shard_of(int worker) const {
   const int owner = config_.shard_owner == ShardOwner::group ? worker / config_.group_size : worker;

@@ -217,7 +217,9 @@ void Trainer::restore_checkpoint_unchecked(const std::string& path) {
   for (std::size_t i = 0; i < gen.size(); ++i) state.data_ptr<std::uint8_t>()[i] = std::uint8_t(gen[i]);
   at::Generator generator = at::detail::getDefaultCPUGenerator();  // shares the global generator
   {
-    std::lock_guard<std::mutex> lock(generator.mutex());
+    // Not between another run's seeding and its model's draws (runs at once).
+    const std::lock_guard<std::mutex> turn(generator_lock());
+    const std::lock_guard<std::mutex> lock(generator.mutex());
     generator.set_state(state);
   }
   step_ = root.get_int("step");

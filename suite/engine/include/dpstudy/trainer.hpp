@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -233,6 +234,10 @@ class Trainer {
   // The threads (trainer_threads.cpp). The process's LibTorch thread count,
   // also after a Trainer with its workers side by side set it to 1.
   static int process_threads();
+  // LibTorch's one CPU generator seeds the weights of every model a process
+  // builds: seeding and building, and restoring its state from a checkpoint,
+  // take turns among the runs a process trains at once (--runs_at_once).
+  static std::mutex& generator_lock();
   // LibTorch's thread count as this Trainer's mode needs it (1 side by side).
   void claim_threads() const;
   // Runs task(i) for i in [0, n): side by side on up to threads_ threads, or in turn.
