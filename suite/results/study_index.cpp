@@ -118,6 +118,36 @@ std::string unit_of(const std::string& key) {
   return it == units.end() ? "" : it->second;
 }
 
+// What the run's provenance adds to its row: its data files, what decides its
+// bits besides the config, the code, and how many runs shared its process.
+void add_provenance_cells(const h5::Group& root, std::vector<Cell>* out) {
+  // Which data files the run was trained on, in one short column: runs of one
+  // dataset with different digests were trained on different copies of it.
+  const h5::Group provenance = root.open_group("provenance");
+  if (provenance.has_attr("dataset_checksums")) {
+    const std::string checksums = provenance.get_string("dataset_checksums");
+    out->push_back(Cell{"data_digest", 's', 0, 0, data_digest(checksums)});
+  }
+  // What decides the bits besides the config (docs/studies.md#reproducing-a-run).
+  for (const char* key : {"libtorch", "blas_build", "cpu_kernels", "gpu", "cuda_graphs"}) {
+    if (provenance.has_attr(key)) out->push_back(Cell{key, 's', 0, 0, provenance.get_string(key)});
+  }
+  // How many runs shared the process, which its times measured: a float
+  // column, NaN for files older than it.
+  if (provenance.has_attr("runs_at_once")) {
+    out->push_back(Cell{"runs_at_once", 'f', 0, double(provenance.get_int("runs_at_once")), ""});
+  }
+  // And the code: its version and commit, with uncommitted changes or not (files from
+  // before git_changes name the commit alone, as a clean build's would).
+  if (provenance.has_attr("dpstudy_version") && provenance.has_attr("git_commit")) {
+    BuildInfo b;
+    b.version = provenance.get_string("dpstudy_version");
+    b.git_commit = provenance.get_string("git_commit");
+    if (provenance.has_attr("git_changes")) b.git_changes = provenance.get_string("git_changes");
+    out->push_back(Cell{"dpstudy_build", 's', 0, 0, b.version + " " + commit_line(b)});
+  }
+}
+
 // Adds `cell` as row `row` of its column, padding earlier rows. A column takes
 // the kind of its first cell; integers meeting a float or a string widen to
 // floats (the string's row is NaN), and a string column prints numbers.
@@ -227,26 +257,7 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
         const h5::Group summary = root.open_group("summary");
         read_cells(summary, attr_names_except(summary, "status"), &e.cells);
         add_assignment_cells(root, &e.cells);
-        // Which data files the run was trained on, in one short column: runs of one
-        // dataset with different digests were trained on different copies of it.
-        const h5::Group provenance = root.open_group("provenance");
-        if (provenance.has_attr("dataset_checksums")) {
-          const std::string checksums = provenance.get_string("dataset_checksums");
-          e.cells.push_back(Cell{"data_digest", 's', 0, 0, data_digest(checksums)});
-        }
-        // What decides the bits besides the config (docs/studies.md#reproducing-a-run).
-        for (const char* key : {"libtorch", "blas_build", "cpu_kernels", "gpu", "cuda_graphs"}) {
-          if (provenance.has_attr(key)) e.cells.push_back(Cell{key, 's', 0, 0, provenance.get_string(key)});
-        }
-        // And the code: its version and commit, with uncommitted changes or not (files from
-        // before git_changes name the commit alone, as a clean build's would).
-        if (provenance.has_attr("dpstudy_version") && provenance.has_attr("git_commit")) {
-          BuildInfo b;
-          b.version = provenance.get_string("dpstudy_version");
-          b.git_commit = provenance.get_string("git_commit");
-          if (provenance.has_attr("git_changes")) b.git_changes = provenance.get_string("git_changes");
-          e.cells.push_back(Cell{"dpstudy_build", 's', 0, 0, b.version + " " + commit_line(b)});
-        }
+        add_provenance_cells(root, &e.cells);
         e.id = root.get_string("run_id");
       } catch (const Error& err) {
         e.complete = false;

@@ -8,6 +8,7 @@ import numpy as np
 NOT_METRICS = {"time_s", "comm_s", "time_to_goal_s", "wall_time_s", "samples_per_s", "compute_time_s", "comm_time_s", "eval_time_s",
                "peak_rss_mib", "peak_gpu_mib", "started_utc", "finished_utc", "updated_utc",
                "cuda_graphs",  # how the steps were launched, not what they computed
+               "runs_at_once",  # how many runs shared the process, not what one computed
                "text_crc32"}  # the checksum of an object's texts, the times and hosts among them
 
 

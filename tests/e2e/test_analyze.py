@@ -748,6 +748,27 @@ class Analyze(TempFolderTest):
         out = self.analyze("steps-to-result", study, "--target", "0.5", "--where", "batch_size<20")
         self.assertIn("critical batch size: no fit: 2 batch size(s) reached the target, the fit needs 3", out)
 
+    def test_times_of_runs_trained_at_once_and_alone_are_told_apart(self):
+        # Two runs' files say 3 runs shared their process (--runs_at_once): their times
+        # measured a third of it. A time shown across both kinds warns; accuracies do not.
+        study = os.path.join(self.tmp, "at-once")
+        shutil.copytree(self.batch, study)
+        for path in sorted(glob.glob(os.path.join(study, "runs", "*.h5")))[:2]:
+            with h5py.File(path, "r+") as f:
+                self.assertEqual(f["provenance"].attrs["runs_at_once"], 1)
+                f["provenance"].attrs["runs_at_once"] = 3
+        subprocess.run([EXE, "--rebuild_index", "--output", self.tmp, "--name", "at-once"], check=True,
+                       stdout=subprocess.DEVNULL)
+        warning = "the runs were trained with different numbers of runs at once in their process (runs_at_once 1: 4 " \
+                  "run(s), 3: 2 run(s)): their times measured different shares of the device"
+        self.assertIn(warning, self.analyze("steps-to-result", study, "--target", "0.5"))
+        self.assertIn(warning, self.analyze("compare", study, "--factor", "batch_size", "--metric", "wall_time_s"))
+        self.assertNotIn("runs at once", self.analyze("steps-to-result", study, "--target", "0.5", "--where",
+                                                      "runs_at_once=1"))
+        self.assertNotIn("runs at once", self.analyze("steps-to-result", study, "--target", "0.5", "--by",
+                                                      "runs_at_once"))
+        self.assertNotIn("runs at once", self.analyze("summary", study, "--by", "batch_size"))
+
     def test_series_metric_curves_power_and_steps(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",
                            "--where", "lr=0.05", "--format", "csv")

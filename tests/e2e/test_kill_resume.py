@@ -136,6 +136,8 @@ class KillAndResume(TempFolderTest):
             for name in runs:
                 with h5py.File(os.path.join(folder, "kill", "runs", name), "r") as f:
                     self.assertEqual(f["provenance"].attrs["runs_at_once"], at_once, name)
+            with h5py.File(os.path.join(folder, "kill", "index.h5"), "r") as f:  # a column to filter times on
+                self.assertEqual(list(f["index/runs_at_once"][()]), [float(at_once)] * 4)
         # The estimate: each run's measured rate, three at once.
         r = study(out, "--runs_at_once", "3", "--dry_run", "--force")
         self.assertRegex(r.stdout, r"min at the [0-9]+ samples/s its 4 complete runs measured, if 3 at once keep it "

@@ -42,6 +42,10 @@ void warn_of_data_digests(Runs& r, const std::vector<std::string>& grouped_by);
 // `grouped_by`) mixes runs of more than one LibTorch, BLAS or dpstudy build (the index's
 // libtorch, blas_build and dpstudy_build): samples of one question, not of one set of bits.
 void warn_of_stacks(Runs& r, const std::vector<std::string>& grouped_by);
+// Adds a warning when `times` (the output shows times) and the runs kept were trained
+// with different numbers of runs at once in their process (the index's runs_at_once):
+// their times measured different shares of the device. None when grouped by it.
+void warn_of_shared_times(Runs& r, const std::vector<std::string>& grouped_by, bool times);
 // Adds a warning when a group of the output holds one run (one run id) from several folders
 // read: a study copied, or made on two machines, read as one, where each copy would count as
 // a sample of its own. None when the groups keep the folders apart (study_dir in `grouped_by`).

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -301,6 +302,25 @@ void warn_of_data_digests(Runs& r, const std::vector<std::string>& grouped_by) {
                          "runs of different data. Compare by it (--factor data_digest, --by data_digest) or keep one "
                          "(--where data_digest=" + counts.begin()->first + ")");
   }
+}
+
+void warn_of_shared_times(Runs& r, const std::vector<std::string>& grouped_by, bool times) {
+  if (!times || std::find(grouped_by.begin(), grouped_by.end(), "runs_at_once") != grouped_by.end()) return;
+  std::map<double, int> counts;  // runs_at_once -> runs; files older than the column have none
+  for (const Run& run : r.runs) {
+    const auto it = run.numbers.find("runs_at_once");
+    if (it != run.numbers.end() && !std::isnan(it->second)) ++counts[it->second];
+  }
+  if (counts.size() < 2) return;
+  std::string list;
+  for (const auto& [n, runs] : counts) {
+    list += (list.empty() ? "" : ", ") + std::to_string(int(n)) + ": " + std::to_string(runs) + " run(s)";
+  }
+  r.warnings.push_back("the runs were trained with different numbers of runs at once in their process (runs_at_once " +
+                       list +
+                       "): their times measured different shares of the device. Compare times by it (--by "
+                       "runs_at_once) or keep one (--where runs_at_once=" +
+                       std::to_string(int(counts.begin()->first)) + ")");
 }
 
 void warn_of_copies(Runs& r, const std::vector<std::string>& grouped_by) {

@@ -178,6 +178,9 @@ int run_on_studies(Options& o, Format format) {
   grouped_by.push_back(o.factor);
   warn_of_data_digests(r, grouped_by);
   warn_of_stacks(r, grouped_by);
+  const bool times =
+      o.command == "steps-to-result" || o.metric.find("time") != std::string::npos || o.metric == "samples_per_s";
+  warn_of_shared_times(r, grouped_by, times);
   warn_of_copies(r, grouped_by);
   warn_of_assignment_schemes(r);
   warn();
