@@ -466,6 +466,9 @@ void StudyJob::train_lanes(const Block& b) {
     std::thread(lane, true).join();
     lanes = lane_error_ || stopped_ || stop_requested() ? 1 : lanes_after_probe();
   }
+  // No more threads than runs to do: each run records how many shared its process.
+  const auto to_do = of_size_.find(b.size);
+  lanes = std::max(1, std::min(lanes, to_do == of_size_.end() ? 1 : int(to_do->second.size())));
   {
     const std::lock_guard<std::mutex> shared(lock_);
     lanes_ = lanes;
