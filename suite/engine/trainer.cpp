@@ -448,14 +448,14 @@ void Trainer::summarize(RunResult& r, double wall_time_s) {
   s.eval_time_s = eval_s_;
   s.compute_time_s = std::max(0.0, s.wall_time_s - comm_s_ - eval_s_);
   // The run's largest process: what a job must give each of its processes.
-  s.peak_rss_mib = peak_memory_so_far();
-  for (const double p : comm_.all_workers(std::vector<double>(std::size_t(comm_.local_workers()), s.peak_rss_mib))) {
-    s.peak_rss_mib = std::isnan(p) || std::isnan(s.peak_rss_mib) ? kNaN : std::max(s.peak_rss_mib, p);
-  }
-  s.peak_gpu_mib = peak_gpu_so_far();
-  for (const double p : comm_.all_workers(std::vector<double>(std::size_t(comm_.local_workers()), s.peak_gpu_mib))) {
-    s.peak_gpu_mib = std::isnan(p) || std::isnan(s.peak_gpu_mib) ? kNaN : std::max(s.peak_gpu_mib, p);
-  }
+  const auto largest = [this](double mine) {  // NaN if unknown on any process
+    for (const double p : comm_.all_workers(std::vector<double>(std::size_t(comm_.local_workers()), mine))) {
+      mine = std::isnan(p) || std::isnan(mine) ? kNaN : std::max(mine, p);
+    }
+    return mine;
+  };
+  s.peak_rss_mib = largest(peak_memory_so_far());
+  s.peak_gpu_mib = largest(peak_gpu_so_far());
   if (!r.eval.step.empty()) {
     s.final_test_accuracy = r.eval.test_accuracy.back();
     s.final_test_loss = r.eval.test_loss.back();

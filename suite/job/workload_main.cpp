@@ -259,8 +259,6 @@ void set_deterministic(const at::Device& device) {
   at::globalContext().setBenchmarkCuDNN(false);
 }
 
-// Data, once per dataset; then every run's cost, and W b <= N, before anything
-// runs. A dry run plans without the files if they are not here (a login node).
 // A check of one run: its option says it all for one run; in a sweep, which run.
 void check_run(const std::vector<std::string>& swept, const PlannedRun& p, const std::function<void()>& check) {
   try {
@@ -271,6 +269,8 @@ void check_run(const std::vector<std::string>& swept, const PlannedRun& p, const
   }
 }
 
+// Data, once per dataset; then every run's cost, and W b <= N, before anything
+// runs. A dry run plans without the files if they are not here (a login node).
 void load_data(Job& job) {
   const JobOptions& g = job.request.options;
   const std::vector<std::string>& swept = job.request.swept;

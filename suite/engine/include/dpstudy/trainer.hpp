@@ -191,10 +191,9 @@ class Trainer {
   // steps_to_goal; returns true when it did so now.
   bool evaluate_into(RunResult& r, double train_loss, bool test_due, double elapsed_s);
   std::string config_text() const;
-  void restore_checkpoint_unchecked(const std::string& path);
+  void restore_checkpoint_unchecked(const std::string& path);  // restore_checkpoint, LibTorch's errors unwrapped
   // DataError unless `root` is a checkpoint of this configuration on these data files.
-  void check_checkpoint_header(const std::string& path,
-                               const h5::Group& root) const;  // restore_checkpoint, LibTorch's errors unwrapped
+  void check_checkpoint_header(const std::string& path, const h5::Group& root) const;
   // This process's peak resident memory over the run so far, parts before a resume included (MiB; NaN unknown).
   double peak_memory_so_far() const;
 
