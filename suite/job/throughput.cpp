@@ -218,6 +218,8 @@ int run_throughput(std::vector<ThroughputPoint> points, const ThroughputOptions&
       // The largest process's peak over setup, warm-up and the timed periods (-1: unknown on all of them).
       const double own = fresh ? peak_memory_mib() : -1;
       const double peak = slowest(std::isfinite(own) ? own : -1);
+      if (p->member && p->profile && !p->profiled) p->profile();  // the same on every process: a collective
+      p->profiled = true;
       if (p->member) p->teardown();
       if (seconds <= 0) return;
       const double alg = double(bytes) / seconds;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "dpstudy/error.hpp"
+#include "dpstudy/kineto_trace.hpp"
 #include "dpstudy/throughput.hpp"
 #include "job_context.hpp"
 
@@ -16,6 +17,33 @@ namespace dpstudy {
 
 namespace {
 
+// A point's run while its benchmark runs.
+struct State {
+  std::unique_ptr<RunComm> comm;
+  std::unique_ptr<Trainer> trainer;
+};
+
+// --profile: whole periods of at least 4 steps, traced on rank 0 while the
+// run's other processes step with it, written as <folder>/<point>.json with
+// the point's '/' and ':' as '_' and '-'.
+std::function<void()> traced_steps(std::shared_ptr<State> state, const std::string& folder, std::string point,
+                                   std::int64_t period, bool lead, bool cuda, bool quiet) {
+  std::replace(point.begin(), point.end(), '/', '_');
+  std::replace(point.begin(), point.end(), ':', '-');
+  const std::string path = (fs::path(folder) / (point + ".json")).string();
+  const std::int64_t steps = (4 + period - 1) / period * period;
+  return [state, path, steps, lead, cuda, quiet] {
+    Trainer& t = *state->trainer;
+    std::unique_ptr<KinetoTrace> trace;
+    if (lead) trace = std::make_unique<KinetoTrace>(cuda);
+    for (std::int64_t i = 0; i < steps; ++i) t.advance();
+    (void)t.read_losses();  // waits for the device: its work is in the trace
+    if (!trace) return;
+    trace->save(path);
+    if (!quiet) std::fprintf(stderr, "# profile: %s (%lld steps)\n", path.c_str(), static_cast<long long>(steps));
+  };
+}
+
 // One benchmark per distinct sweep point, each set up, stepped and torn down
 // on processes 0..P-1 of the job.
 std::vector<ThroughputPoint> throughput_points(const Job& job) {
@@ -24,12 +52,9 @@ std::vector<ThroughputPoint> throughput_points(const Job& job) {
   const std::vector<std::string>& swept = job.request.swept;
   const std::string& workload = job.workload;
   const at::Device& device = job.device;
-  static const std::set<std::string> neutral = {"seed", "data_seed", "trial", "lr", "batch_lr_ratio", "momentum",
-                                                "lr_end_factor", "weight_decay", "lr_decay_steps"};
-  struct State {
-    std::unique_ptr<RunComm> comm;
-    std::unique_ptr<Trainer> trainer;
-  };
+  static const std::set<std::string> neutral = {"seed",           "data_seed", "trial",         "lr",
+                                                "batch_lr_ratio", "momentum",  "lr_end_factor", "weight_decay",
+                                                "lr_decay_steps"};
   std::vector<ThroughputPoint> points;
   std::set<std::string> names;
   const Execution& execution = job.execution;
@@ -94,6 +119,10 @@ std::vector<ThroughputPoint> throughput_points(const Job& job) {
       state->trainer.reset();
       state->comm.reset();
     };
+    if (!g.profile.empty()) {
+      tp.profile =
+          traced_steps(state, g.profile, point, tp.steps_per_period, session.rank() == 0, device.is_cuda(), g.quiet);
+    }
     points.push_back(std::move(tp));
   }
   return points;
@@ -130,6 +159,15 @@ int run_throughput_mode(const Job& job) {
       if (ec) throw UsageError(job.request.study_dir + ": cannot create the results folder (" + ec.message() + ")");
     });
     if (lead) o.hdf5_path = (fs::path(job.request.study_dir) / "throughput.h5").string();
+  }
+  if (!g.profile.empty()) {
+    lead_step(session, [&] {  // refused before any benchmark runs
+      if (!KinetoTrace::unavailable().empty())
+        throw UsageError("--profile " + g.profile + ": " + KinetoTrace::unavailable());
+      std::error_code ec;
+      fs::create_directories(g.profile, ec);
+      if (ec) throw UsageError("--profile " + g.profile + ": cannot create the folder (" + ec.message() + ")");
+    });
   }
   if (lead) {  // slips in the sweep (an exclude rule that drops nothing); stderr keeps a JSON report clean
     for (const auto& note : job.plan.notes) std::fprintf(stderr, "%s\n", note.c_str());

@@ -97,7 +97,10 @@ void describe(Descriptions& d, JobOptions& g) {
       "warmup_steps", po::value(&g.warmup_steps)->default_value(0),
       "throughput: untimed steps before timing (0: one sync period)")(
       "iterations", po::value(&g.iterations)->default_value(0),
-      "throughput: timed periods per benchmark (0: Google Benchmark decides; 10 under MPI)");
+      "throughput: timed periods per benchmark (0: Google Benchmark decides; 10 under MPI)")(
+      "profile", po::value(&g.profile),
+      "throughput: after each benchmark's timed periods, at least 4 more steps under a Kineto trace, written to "
+      "this folder as <benchmark>.json; needs a LibTorch with Kineto (docs/performance.md#profiles)");
   d.search.add_options()("search", po::value<std::string>(), "sobol, random or grid: trials per combination")(
       "trials", po::value<std::string>(), "search: trials per combination of the other axes")(
       "search_skip", po::value<std::string>(),
@@ -165,6 +168,9 @@ void check(const JobOptions& g) {
   }
   if (g.warmup_steps < 0) throw ConfigError("warmup_steps", std::to_string(g.warmup_steps), "must be >= 0");
   if (g.iterations < 0) throw ConfigError("iterations", std::to_string(g.iterations), "must be >= 0");
+  if (!g.profile.empty() && g.mode != "throughput") {
+    throw UsageError("--profile traces the steps of throughput mode: it needs --mode throughput");
+  }
   if (!g.benchmark_flags.empty() && g.mode != "throughput") {
     throw UsageError("'" + g.benchmark_flags.front() + "' is a Google Benchmark flag: it needs --mode throughput");
   }

@@ -52,6 +52,7 @@ struct JobOptions {
   double claim_timeout = 600;
   std::string mode = "train";
   std::int64_t warmup_steps = 0, iterations = 0;
+  std::string profile;                       // throughput: a folder for each benchmark's Kineto trace ("" = none)
   std::vector<std::string> benchmark_flags;  // --benchmark_*, for Google Benchmark untouched
 };
 

@@ -21,6 +21,7 @@ from e2e_support import MPI_ENV, TempFolderTest, make_fixtures, need_gnuplot
 
 EXE, DATA_TOOL, ANALYZE = sys.argv[1], sys.argv[2], sys.argv[3]
 MPIEXEC = sys.argv[4] if len(sys.argv) > 4 else ""
+TRACE_SUMMARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "trace-summary")
 
 
 class Throughput(TempFolderTest):
@@ -431,6 +432,49 @@ class Throughput(TempFolderTest):
         self.assertIn("mlp-mnist/workers:2/batch:10/sync:1/procs:2/device:cpu", r.stdout)
         self.assertNotIn("\x1b[", r.stdout)
 
+    def test_profile_writes_a_kineto_trace_per_benchmark_or_says_why_it_cannot(self):
+        folder = os.path.join(self.tmp, "profiles")
+        r = self.run_exe("--workers", "1,2", "--sync_period", "3", "--iterations", "2", "--profile", folder,
+                         "--output", os.path.join(self.tmp, "profiled"))
+        if r.returncode == 2:  # Debian's LibTorch is built without Kineto: refused before any benchmark runs
+            self.assertIn(f"--profile {folder}: this LibTorch cannot write Kineto traces (", r.stderr)
+            self.assertNotIn("manual_time", r.stdout)
+            return
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        names = sorted(os.listdir(folder))
+        self.assertEqual(names, ["mlp-mnist_workers-1_batch-10_sync-3_procs-1_device-cpu.json",
+                                 "mlp-mnist_workers-2_batch-10_sync-3_procs-1_device-cpu.json"])
+        self.assertIn("(6 steps)", r.stderr)  # whole periods of 3, at least 4 steps
+        s = subprocess.run([sys.executable, TRACE_SUMMARY, *[os.path.join(folder, n) for n in names]],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(s.returncode, 0, s.stdout + s.stderr)
+        self.assertEqual(len(re.findall(r"\| - \|$", s.stdout, re.M)), 2, s.stdout)  # CPU only: no GPU work
+
+    def test_trace_summary_reads_what_the_gpu_and_the_host_did(self):
+        # Kineto's Chrome trace form: two kernels on two streams overlapping for 10 us, a copy,
+        # the host's launch calls, an operator, and events that are not complete ones.
+        ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1000.0, "dur": 40.0},
+              {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 1000.0, "dur": 5.0},
+              {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 1010.0, "dur": 5.0},
+              {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1020.0, "dur": 20.0, "args": {"stream": 7}},
+              {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1030.0, "dur": 20.0, "args": {"stream": 13}},
+              {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH", "ts": 1090.0, "dur": 10.0},
+              {"ph": "f", "cat": "ac2g", "ts": 1020.0}, {"ph": "M", "name": "process_name"}]
+        trace = os.path.join(self.tmp, "hand.json")
+        with open(trace, "w", encoding="utf-8") as f:
+            json.dump({"schemaVersion": 1, "traceEvents": ev}, f)
+        s = subprocess.run([sys.executable, TRACE_SUMMARY, trace], capture_output=True, text=True, timeout=60)
+        self.assertEqual(s.returncode, 0, s.stdout + s.stderr)
+        # Span 100 us; GPU busy 30 + 10 us; kernels 40 us over 30 us busy; launches 10 us.
+        self.assertIn("| hand.json | 0.10 | 40.0 | 2 | 1.33 | 2 | 10.0 | host launches |", s.stdout)
+        broken = os.path.join(self.tmp, "broken.json")
+        with open(broken, "w", encoding="utf-8") as f:
+            f.write('{"traceEvents": [')
+        s = subprocess.run([sys.executable, TRACE_SUMMARY, trace, broken], capture_output=True, text=True, timeout=60)
+        self.assertEqual(s.returncode, 1)
+        self.assertIn(f"trace-summary: {broken}: ", s.stderr)
+        self.assertIn("| hand.json |", s.stdout)  # the good one still reported
+
     def test_bad_input(self):
         r = subprocess.run([EXE, "--benchmark_filter=x"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 2)
@@ -464,6 +508,10 @@ class Throughput(TempFolderTest):
             self.assertEqual((r.returncode, r.stderr.count("error:")), (2, 1), r.stdout + r.stderr)
             self.assertIn(f"dpstudy-mlp-mnist: error: {blocked}/mlp-mnist: cannot create the results folder", r.stderr)
             self.assertNotIn("MPI_ABORT", r.stderr)
+        r = subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--profile", self.tmp, "--dry_run"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("--profile traces the steps of throughput mode: it needs --mode throughput", r.stderr)
         r = self.run_exe("--benchmark_colour=false")
         self.assertEqual(r.returncode, 2)
         self.assertIn("unrecognised Google Benchmark flag '--benchmark_colour=false'", r.stderr)

@@ -31,6 +31,9 @@ struct ThroughputPoint {
   std::function<void()> setup;                          // builds the run (collective over its processes)
   std::function<PeriodSample(std::int64_t steps)> run;  // runs `steps` steps
   std::function<void()> teardown;
+  // Untimed, once, after the timed periods (--profile): steps under a trace. Null: none.
+  std::function<void()> profile;
+  bool profiled = false;
 };
 
 struct ThroughputOptions {
