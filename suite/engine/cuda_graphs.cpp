@@ -14,8 +14,8 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <map>
-#include <optional>
-#include <vector>
+
+#include "own_streams.hpp"
 #endif
 
 namespace dpstudy {
@@ -73,19 +73,19 @@ struct StepGraphs::Impl {
   };
   std::map<std::string, Kind> kinds;
   // Made once and recorded again each step, so that nothing is created while capturing.
-  at::cuda::CUDAEvent enter, leave, fork;
-  std::vector<at::cuda::CUDAEvent> joined;
-  std::vector<c10::cuda::CUDAStream> streams;
+  at::cuda::CUDAEvent enter, leave;
 };
 
-StepGraphs::StepGraphs(const c10::Device& device, int warmup)
-    : impl_(new Impl{device, warmup, c10::cuda::getStreamFromPool(false, device.index()), {}, {}, {}, {}, {}, {}}) {
+StepGraphs::StepGraphs(const c10::Device& device, int warmup) {
   if (!device.is_cuda()) throw Error("StepGraphs: needs a CUDA device, not the " + device.str());
+  // A stream of dpstudy's own: a capture takes in whatever any thread launches on its stream.
+  impl_.reset(new Impl{device, warmup, take_own_stream(device.index()), {}, {}, {}});
 }
 
 StepGraphs::~StepGraphs() {
   try {
     clear();
+    give_back_stream(impl_->capture);
   } catch (...) {  // a CUDA error already reported by the step that caused it
   }
 }
@@ -160,26 +160,6 @@ void StepGraphs::run(const std::string& key, const std::function<void()>& body) 
   if (kind.graph) kind.graph->replay();  // a capture runs nothing: this step's work
 }
 
-void StepGraphs::on_own_streams(int n, const std::function<void(int)>& task) {
-  Impl& m = *impl_;
-  while (int(m.streams.size()) < n) {
-    m.streams.push_back(c10::cuda::getStreamFromPool(false, m.device.index()));
-    m.joined.emplace_back();
-  }
-  const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(m.device.index());
-  m.fork.record(current);
-  for (int i = 0; i < n; ++i) {
-    const auto s = std::size_t(i);
-    m.fork.block(m.streams[s]);
-    {
-      const c10::cuda::CUDAStreamGuard on_own(m.streams[s]);
-      task(i);
-    }
-    m.joined[s].record(m.streams[s]);
-  }
-  for (int i = 0; i < n; ++i) m.joined[std::size_t(i)].block(current);
-}
-
 #else  // a build without CUDA: no device can qualify (why_not_graphed)
 
 struct StepGraphs::Impl {};
@@ -192,9 +172,6 @@ StepGraphs::StepGraphs(const c10::Device& device, int) {
 StepGraphs::~StepGraphs() = default;
 void StepGraphs::clear() {}
 void StepGraphs::run(const std::string&, const std::function<void()>& body) { body(); }
-void StepGraphs::on_own_streams(int n, const std::function<void(int)>& task) {
-  for (int i = 0; i < n; ++i) task(i);
-}
 
 #endif
 

@@ -92,11 +92,14 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
     : config_(std::move(config)), data_(data), comm_(comm) {
   validate(config_);
   const RunConfig& c = config_;
-  check_precision(c.precision, data_.train_x.device());
-  apply_precision(c.precision, data_.train_x.device());
+  const at::Device device = data_.train_x.device();
+  check_precision(c.precision, device);
+  apply_precision(c.precision, device);
   threads_ = execution.threads > 0 ? execution.threads : process_threads();
-  side_by_side_ = resolve_parallelism(execution.parallel, comm_.local_workers(), threads_, data_.train_x.device()) ==
-                  Parallelism::workers;
+  const bool workers =
+      resolve_parallelism(execution.parallel, comm_.local_workers(), threads_, device) == Parallelism::workers;
+  side_by_side_ = workers && device.is_cpu();
+  if (workers && device.is_cuda()) streams_ = std::make_unique<ReplicaStreams>(device);
   claim_threads();
   if (!data_.spec || data_.spec->name != c.dataset) {
     throw Error("Trainer: the data given is not the dataset '" + c.dataset + "' of the config");
@@ -115,7 +118,6 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
   // Every replica starts from the weights of one model built under the run seed.
   std::unique_lock<std::mutex> seeding(generator_lock());
   at::manual_seed(c.seed);
-  const at::Device device = data_.train_x.device();
   auto build = [&] {
     std::shared_ptr<Model> m = factory();
     m->to(device);
@@ -342,8 +344,8 @@ void Trainer::device_step(const StepKind& k, bool timed) {
     loss_now_.select(0, i).copy_(loss.detach());
   };
   claim_threads();
-  if (graphs_) {
-    graphs_->on_own_streams(int(replicas_.size()), train_worker);
+  if (streams_) {
+    streams_->run(int(replicas_.size()), train_worker);
   } else {
     for_each_local(int(replicas_.size()), train_worker);
   }

@@ -48,7 +48,10 @@ std::string to_string(Parallelism p) {
 }
 
 Parallelism resolve_parallelism(Parallelism p, int local_workers, int threads, const at::Device& device) {
-  if (!device.is_cpu()) return Parallelism::operations;  // one stream; the GPU runs the operations in parallel
+  if (!device.is_cpu()) {  // the host launches; streams of their own let the GPU overlap the workers
+    if (p != Parallelism::automatic) return p;
+    return local_workers > 1 ? Parallelism::workers : Parallelism::operations;
+  }
   if (threads <= 1) return Parallelism::workers;  // the same: every operation on the one thread
   if (!kSideBySide) {
     if (p == Parallelism::workers) {

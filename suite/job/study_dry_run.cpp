@@ -83,11 +83,12 @@ void print_dry_run(const DryRun& d) {
   // Planned for another job, the default threads are those of this process's place, not of that job's.
   const bool guessed = g.dry_run_processes > 0 && !g.threads_given;
   const char* guess = guessed ? " (as this process would set them: give --threads as that job will)" : "";
-  if (d.device != "cpu") {  // --parallel is the CPU's: a GPU runs each operation in parallel itself
+  if (d.device != "cpu") {  // on a GPU, --parallel says whether the workers' kernels may overlap
     std::printf(
-        "# threads: %d per process%s, for the host's part; device %s: each run steps its workers one "
-        "after another, each operation on the GPU (docs/engine.md#threads)\n",
-        d.threads, guess, d.device.c_str());
+        "# threads: %d per process%s, for the host's part; device %s: each run launches its workers one "
+        "after another; --parallel %s: %zu run(s) with each worker on a CUDA stream of its own, %zu on one "
+        "stream (docs/gpu.md#replica-streams)\n",
+        d.threads, guess, d.device.c_str(), g.parallel.c_str(), d.side_by_side, plan.size() - d.side_by_side);
     if (d.gpus > 0) {
       // Process r of a node trains on cuda:(r mod G): its runs share that GPU with those of the others.
       const int per_gpu = (d.node_processes + d.gpus - 1) / d.gpus;

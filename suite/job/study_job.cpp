@@ -15,16 +15,12 @@
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/config.hpp"
 #include "dpstudy/cuda_graphs.hpp"
+#include "dpstudy/cuda_streams.hpp"
 #include "dpstudy/device_memory.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/runtime_info.hpp"
 #include "dpstudy/stop.hpp"
-
-#if DPSTUDY_CUDA
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 namespace fs = std::filesystem;
 
@@ -440,17 +436,14 @@ long long StudyJob::probe_position(const std::vector<std::size_t>& positions, Cl
 }
 
 // Each thread takes the next run as it becomes free, as a process does, on a
-// CUDA stream of its own on a GPU. auto on a GPU trains the run with the
+// CUDA stream of its own on a GPU (one no other lane is given). auto on a GPU trains the run with the
 // largest batch alone first, then as many at once as its peak memory allows.
 // An error in one run stops the others as a signal would (they checkpoint),
 // and is the job's once all are through.
 void StudyJob::train_lanes(const Block& b) {
   const auto lane = [this, b](bool probe) {
     try {
-#if DPSTUDY_CUDA
-      std::optional<c10::cuda::CUDAStreamGuard> own;
-      if (job_.device.is_cuda()) own.emplace(c10::cuda::getStreamFromPool(false, job_.device.index()));
-#endif
+      const OwnStreamGuard own(job_.device);  // not shared with another lane: see cuda_streams.hpp
       take_runs(b, false, probe);
     } catch (...) {
       const std::lock_guard<std::mutex> shared(lock_);

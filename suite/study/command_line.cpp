@@ -46,7 +46,8 @@ void describe(Descriptions& d, JobOptions& g) {
       "parallel", po::value(&g.parallel)->default_value("auto"),
       "how a process uses its threads: workers (its workers side by side, one thread each: the bits do not "
       "depend on --threads), operations (one worker at a time, each operation on all threads), auto (workers "
-      "when the process has at least as many workers as threads). CPU only (docs/engine.md)")(
+      "when the process has at least as many workers as threads). On a GPU: workers (each on a CUDA stream of "
+      "its own), operations (one stream), auto (workers with 2 or more); the same bits (docs/engine.md, docs/gpu.md)")(
       "cuda_graphs", po::value(&g.cuda_graphs)->default_value("off"),
       "whole-step CUDA graphs on a GPU: on (refused, with the reason, for a run that cannot be graphed), "
       "auto (where a run qualifies), off. The same bits either way; recorded in provenance (docs/gpu.md)")(

@@ -128,18 +128,19 @@ class Gpu(TempFolderTest):
         self.assertIn("# reproduce: DIFFERENT", r.stdout)
 
     def test_a_dry_run_says_the_runs_train_on_the_gpu(self):
-        # --parallel is the CPU's: the dry run had counted every GPU run as one "spreading each
-        # operation over the threads".
+        # On a GPU --parallel says which runs' workers get CUDA streams of their own: the dry
+        # run had counted every GPU run as one "spreading each operation over the threads".
         r = run(["--data_dir", self.data, "--device", "cuda", "--depth", "8", "--batch_size", "16", "--workers",
-                 "2,4", "--output", os.path.join(self.tmp, "planned"), "--name", "s", "--dry_run"])
+                 "1,2,4", "--output", os.path.join(self.tmp, "planned"), "--name", "s", "--dry_run"])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"\n# threads: 1 per process, for the host's part; device cuda:\d+: each run "
-                                   r"steps its workers one after another, each operation on the GPU "
-                                   r"\(docs/engine\.md#threads\)\n")
+                                   r"launches its workers one after another; --parallel auto: 2 run\(s\) with each "
+                                   r"worker on a CUDA stream of its own, 1 on one stream "
+                                   r"\(docs/gpu\.md#replica-streams\)\n")
         self.assertNotIn("side by side", r.stdout)
         # The packing: this node's processes on its GPUs, and the runs --cuda_graphs captures.
         self.assertRegex(r.stdout, r"\n# GPUs: 1 process\(es\) on this node's \d+ GPU\(s\): up to 1 run\(s\) at "
-                                   r"once on each; --cuda_graphs off: 0 of 2 runs graphed \(docs/gpu\.md\)\n")
+                                   r"once on each; --cuda_graphs off: 0 of 3 runs graphed \(docs/gpu\.md\)\n")
 
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
     def test_one_and_two_processes_give_the_same_bits(self):

@@ -11,7 +11,10 @@ run stepped eagerly:
   and eager, on streams of their own, with TF32 runs waiting their turn;
 - a graphed run killed and resumed from its checkpoint in the middle;
 - --reproduce of a graphed run, graphed and eager;
-- --cuda_graphs on is refused, with the reason, for a run spread over 2 processes.
+- --cuda_graphs on is refused, with the reason, for a run spread over 2 processes;
+- each worker on a CUDA stream of its own (--parallel workers, the default on a
+  GPU), eager and graphed, gives the bits of every worker on one stream
+  (--parallel operations).
 
 usage: test_gpu_graphs.py MLP_EXE RESNET_EXE DPSTUDY_DATA [MPIEXEC]
 """
@@ -118,6 +121,25 @@ class Graphs(TempFolderTest):
         alone, _ = self.study(RESNET, "resnet-alone", "off", *rargs)
         packed, _ = self.study(RESNET, "resnet-packed", "auto", *rargs, "--runs_at_once", "3")
         self.assertEqual(len(assert_same_study(self, alone, packed)), 3)
+
+    def test_workers_on_streams_of_their_own_give_the_bits_of_one_stream(self):
+        # --parallel operations launches every worker on the one current stream, as dpstudy
+        # did before streams; workers forks each onto a stream of its own, eager and graphed.
+        cases = (
+            (MLP, "mlp", ["--dataset", "mnist", "--workers", "2,8", "--batch_size", "16", "--sync_period", "1,4",
+                          "--epochs", "1"], 4),
+            (RESNET, "resnet", ["--depth", "20", "--workers", "8", "--batch_size", "16", "--sync_period", "1,3",
+                                "--epochs", "1"], 2),
+        )
+        for exe, name, args, runs in cases:
+            one, _ = self.study(exe, name + "-one-stream", "off", *args, "--parallel", "operations")
+            for parallel, graphs in (("workers", "off"), ("workers", "on"), ("operations", "on")):
+                with self.subTest(workload=name, parallel=parallel, graphs=graphs):
+                    other, _ = self.study(exe, f"{name}-{parallel}-{graphs}", graphs, *args, "--parallel", parallel)
+                    for path in glob.glob(os.path.join(other, "runs", "*.h5")):
+                        with h5py.File(path, "r") as f:
+                            self.assertEqual(f["provenance"].attrs["parallel"], parallel, path)
+                    self.assertEqual(len(assert_same_study(self, one, other)), runs)
 
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
     def test_on_is_refused_for_a_run_over_two_processes(self):

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "dpstudy/cuda_graphs.hpp"
+#include "dpstudy/cuda_streams.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/device_memory.hpp"
 #include "dpstudy/error.hpp"
@@ -466,7 +467,23 @@ TEST(Training, ParallelismResolvesAsDocumented) {
   EXPECT_EQ(resolve_parallelism(Parallelism::automatic, 1, 1, cpu), Parallelism::workers);  // one thread: the same
   EXPECT_EQ(resolve_parallelism(Parallelism::operations, 8, 2, cpu), Parallelism::operations);
   EXPECT_EQ(resolve_parallelism(Parallelism::workers, 1, 8, cpu), Parallelism::workers);
-  EXPECT_EQ(resolve_parallelism(Parallelism::workers, 8, 2, at::Device(at::kCUDA, 0)), Parallelism::operations);
+  // A GPU: workers on streams of their own wherever there are two, whatever the threads.
+  const at::Device gpu(at::kCUDA, 0);
+  EXPECT_EQ(resolve_parallelism(Parallelism::automatic, 8, 2, gpu), Parallelism::workers);
+  EXPECT_EQ(resolve_parallelism(Parallelism::automatic, 2, 16, gpu), Parallelism::workers);
+  EXPECT_EQ(resolve_parallelism(Parallelism::automatic, 1, 16, gpu), Parallelism::operations);
+  EXPECT_EQ(resolve_parallelism(Parallelism::operations, 8, 2, gpu), Parallelism::operations);
+  EXPECT_EQ(resolve_parallelism(Parallelism::workers, 8, 1, gpu), Parallelism::workers);
+}
+
+// Without a GPU, streams cannot be made: the error says which device and why.
+TEST(Training, ReplicaStreamsNeedACudaDevice) {
+  try {
+    ReplicaStreams streams(at::Device(at::kCPU));
+    FAIL() << "ReplicaStreams on the CPU";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos) << e.what();
+  }
 }
 
 // The promise of --parallel workers: the workers side by side on 2 threads give

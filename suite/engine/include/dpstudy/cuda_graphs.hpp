@@ -45,10 +45,6 @@ class StepGraphs {
   void clear();
   // Graphs captured so far, over the run (provenance and tests).
   int captures() const { return captures_; }
-  // Runs task(i) for i in [0, n), each on a stream of its own forked from the
-  // current stream and joined back into it: replicas launched one after
-  // another then run side by side.
-  void on_own_streams(int n, const std::function<void(int)>& task);
 
  private:
   struct Impl;

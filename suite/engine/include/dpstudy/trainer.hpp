@@ -14,6 +14,7 @@
 #include "dpstudy/augment.hpp"
 #include "dpstudy/communicator.hpp"
 #include "dpstudy/cuda_graphs.hpp"
+#include "dpstudy/cuda_streams.hpp"
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/learning_rate.hpp"
 #include "dpstudy/metrics.hpp"
@@ -54,7 +55,12 @@ at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec
 //               matrix products sum in an order that depends on the count);
 //   automatic:  workers when the process has at least as many workers as
 //               threads, operations otherwise.
-// GPU runs always step one worker at a time.
+// On a GPU (the host's threads launch, the device computes):
+//   workers:    each worker's forward and backward on a CUDA stream of its
+//               own (ReplicaStreams), so the GPU may run them side by side;
+//   operations: every worker on the one current stream, one after another;
+//   automatic:  workers when the process has more than one worker.
+// The bits are the same either way on a GPU.
 enum class Parallelism { automatic, workers, operations };
 Parallelism parse_parallelism(const std::string& text);  // auto | workers | operations; ConfigError otherwise
 std::string to_string(Parallelism p);
@@ -148,7 +154,7 @@ class Trainer {
   double checkpoint_seconds() const { return checkpoint_s_; }
   std::int64_t comm_bytes() const { return comm_bytes_; }
   // workers or operations, as resolved for this process, and its threads (provenance).
-  Parallelism parallelism() const { return side_by_side_ ? Parallelism::workers : Parallelism::operations; }
+  Parallelism parallelism() const { return side_by_side_ || streams_ ? Parallelism::workers : Parallelism::operations; }
   int threads() const { return threads_; }
   // Whether its steps run as CUDA graphs, and how many graphs it captured.
   bool cuda_graphs() const { return graphs_ != nullptr; }
@@ -226,7 +232,8 @@ class Trainer {
   at::Tensor val_index_;
   bool identical_ = true;
   bool averaged_world_ = false;  // the last step ended with a parameter averaging over all workers
-  bool side_by_side_ = false;  // Parallelism::workers
+  bool side_by_side_ = false;    // Parallelism::workers on the CPU: OpenMP threads
+  std::unique_ptr<ReplicaStreams> streams_;  // Parallelism::workers on a GPU; null otherwise
   int threads_ = 1;
   std::unique_ptr<StepGraphs> graphs_;  // with --cuda_graphs; null for eager steps
   double graph_lr_ = -1;                // the rate the graphs hold
