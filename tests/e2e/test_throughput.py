@@ -448,7 +448,9 @@ class Throughput(TempFolderTest):
         s = subprocess.run([sys.executable, TRACE_SUMMARY, *[os.path.join(folder, n) for n in names]],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(s.returncode, 0, s.stdout + s.stderr)
-        self.assertEqual(len(re.findall(r"\| - \|$", s.stdout, re.M)), 2, s.stdout)  # CPU only: no GPU work
+        rows = re.findall(r"^\| mlp-mnist_\S+ \| [0-9.]+ \| ([0-9.]+) \| 0\.0 \| 0 \| .* \| - \|$", s.stdout, re.M)
+        self.assertEqual(len(rows), 2, s.stdout)  # the CPU's operators; no GPU work
+        self.assertTrue(all(float(busy) > 0 for busy in rows), s.stdout)
 
     def test_trace_summary_reads_what_the_gpu_and_the_host_did(self):
         # Kineto's Chrome trace form: two kernels on two streams overlapping for 10 us, a copy,
@@ -465,8 +467,8 @@ class Throughput(TempFolderTest):
             json.dump({"schemaVersion": 1, "traceEvents": ev}, f)
         s = subprocess.run([sys.executable, TRACE_SUMMARY, trace], capture_output=True, text=True, timeout=60)
         self.assertEqual(s.returncode, 0, s.stdout + s.stderr)
-        # Span 100 us; GPU busy 30 + 10 us; kernels 40 us over 30 us busy; launches 10 us.
-        self.assertIn("| hand.json | 0.10 | 40.0 | 2 | 1.33 | 2 | 10.0 | host launches |", s.stdout)
+        # Span 100 us; an operator 40 us; GPU busy 30 + 10 us; kernels 40 us over 30 us busy; launches 10 us.
+        self.assertIn("| hand.json | 0.10 | 40.0 | 40.0 | 2 | 1.33 | 2 | 10.0 | host launches |", s.stdout)
         broken = os.path.join(self.tmp, "broken.json")
         with open(broken, "w", encoding="utf-8") as f:
             f.write('{"traceEvents": [')
