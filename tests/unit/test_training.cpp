@@ -8,6 +8,7 @@
 #include <cstring>
 #include <set>
 
+#include "dpstudy/config.hpp"
 #include "dpstudy/cuda_graphs.hpp"
 #include "dpstudy/cuda_streams.hpp"
 #include "dpstudy/dataset.hpp"
@@ -476,7 +477,8 @@ TEST(Training, ParallelismResolvesAsDocumented) {
   EXPECT_EQ(resolve_parallelism(Parallelism::workers, 8, 1, gpu), Parallelism::workers);
 }
 
-// Without a GPU, streams cannot be made: the error says which device and why.
+// Replica streams need a CUDA device: the error says which device and why. A
+// run's own stream is nothing on the CPU, and in a build without CUDA says so.
 TEST(Training, ReplicaStreamsNeedACudaDevice) {
   try {
     ReplicaStreams streams(at::Device(at::kCPU));
@@ -484,6 +486,15 @@ TEST(Training, ReplicaStreamsNeedACudaDevice) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos) << e.what();
   }
+  EXPECT_NO_THROW(OwnStreamGuard(at::Device(at::kCPU)));
+#if !DPSTUDY_CUDA
+  try {
+    OwnStreamGuard own(at::Device(at::kCUDA, 0));
+    FAIL() << "OwnStreamGuard on cuda:0 in a build without CUDA";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("DPSTUDY_WITH_CUDA=OFF"), std::string::npos) << e.what();
+  }
+#endif
 }
 
 // The promise of --parallel workers: the workers side by side on 2 threads give
