@@ -6,6 +6,7 @@
 #if DPSTUDY_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <map>
@@ -36,6 +37,7 @@ FreeStreams& free_streams() {
 }  // namespace
 
 c10::cuda::CUDAStream take_own_stream(c10::DeviceIndex device) {
+  if (device < 0) device = c10::cuda::current_device();  // a device named "cuda", without its index
   FreeStreams& f = free_streams();
   {
     const std::lock_guard<std::mutex> hold(f.lock);
