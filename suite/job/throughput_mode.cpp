@@ -1,5 +1,7 @@
 // --mode throughput: training steps timed with Google Benchmark, one benchmark
 // per distinct sweep point (docs/performance.md).
+#include <ATen/record_function.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,7 +38,10 @@ std::function<void()> traced_steps(std::shared_ptr<State> state, const std::stri
     Trainer& t = *state->trainer;
     std::unique_ptr<KinetoTrace> trace;
     if (lead) trace = std::make_unique<KinetoTrace>(cuda);
-    for (std::int64_t i = 0; i < steps; ++i) t.advance();
+    for (std::int64_t i = 0; i < steps; ++i) {
+      RECORD_USER_SCOPE("dpstudy_step");  // each step's launch, a range in the trace (tools/trace-summary)
+      t.advance();
+    }
     (void)t.read_losses();  // waits for the device: its work is in the trace
     if (!trace) return;
     trace->save(path);

@@ -448,27 +448,33 @@ class Throughput(TempFolderTest):
         s = subprocess.run([sys.executable, TRACE_SUMMARY, *[os.path.join(folder, n) for n in names]],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(s.returncode, 0, s.stdout + s.stderr)
-        rows = re.findall(r"^\| mlp-mnist_\S+ \| [0-9.]+ \| ([0-9.]+) \| 0\.0 \| 0 \| .* \| - \|$", s.stdout, re.M)
-        self.assertEqual(len(rows), 2, s.stdout)  # the CPU's operators; no GPU work
+        # 6 steps marked as such, the CPU's operators, no GPU work.
+        rows = re.findall(r"^\| mlp-mnist_\S+ \| [0-9.]+ \| 6 \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+) \| 0\.0 \| 0 \| .* \| - \|$",
+                          s.stdout, re.M)
+        self.assertEqual(len(rows), 2, s.stdout)
         self.assertTrue(all(float(busy) > 0 for busy in rows), s.stdout)
 
     def test_trace_summary_reads_what_the_gpu_and_the_host_did(self):
         # Kineto's Chrome trace form: two kernels on two streams overlapping for 10 us, a copy,
-        # the host's launch calls, an operator, and events that are not complete ones.
+        # the host's launch calls, an operator, two steps' ranges, and events that are not complete ones.
         ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1000.0, "dur": 40.0},
               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 1000.0, "dur": 5.0},
               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 1010.0, "dur": 5.0},
               {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1020.0, "dur": 20.0, "args": {"stream": 7}},
               {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1030.0, "dur": 20.0, "args": {"stream": 13}},
               {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH", "ts": 1090.0, "dur": 10.0},
+              {"ph": "X", "cat": "user_annotation", "name": "dpstudy_step", "ts": 1000.0, "dur": 30.0},
+              {"ph": "X", "cat": "user_annotation", "name": "dpstudy_step", "ts": 1030.0, "dur": 20.0},
               {"ph": "f", "cat": "ac2g", "ts": 1020.0}, {"ph": "M", "name": "process_name"}]
         trace = os.path.join(self.tmp, "hand.json")
         with open(trace, "w", encoding="utf-8") as f:
             json.dump({"schemaVersion": 1, "traceEvents": ev}, f)
         s = subprocess.run([sys.executable, TRACE_SUMMARY, trace], capture_output=True, text=True, timeout=60)
         self.assertEqual(s.returncode, 0, s.stdout + s.stderr)
-        # Span 100 us; an operator 40 us; GPU busy 30 + 10 us; kernels 40 us over 30 us busy; launches 10 us.
-        self.assertIn("| hand.json | 0.10 | 40.0 | 40.0 | 2 | 1.33 | 2 | 10.0 | host launches |", s.stdout)
+        # Span 100 us over 2 steps, launched in 30 and 20 us; an operator 40 us; GPU busy 30 + 10 us;
+        # kernels 40 us over 30 us busy; CUDA calls 10 us.
+        self.assertIn("| hand.json | 0.10 | 2 | 0.050 | 0.025 | 40.0 | 40.0 | 2 | 1.33 | 2 | 10.0 | host launches |",
+                      s.stdout)
         broken = os.path.join(self.tmp, "broken.json")
         with open(broken, "w", encoding="utf-8") as f:
             f.write('{"traceEvents": [')
