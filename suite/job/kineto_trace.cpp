@@ -22,6 +22,13 @@ std::set<impl::ActivityType> activities(bool cuda) {
   return a;
 }
 
+// Starts Kineto on this thread; LibTorch's c10::Error where it cannot.
+void start(bool cuda) {
+  const impl::ProfilerConfig config(impl::ProfilerState::KINETO);
+  profiler::prepareProfiler(config, activities(cuda));
+  profiler::enableProfiler(config, activities(cuda));
+}
+
 // LibTorch's message without the C++ backtrace it appends.
 std::string first_line(const c10::Error& e) {
   const std::string m = e.what_without_backtrace();
@@ -31,10 +38,8 @@ std::string first_line(const c10::Error& e) {
 }  // namespace
 
 KinetoTrace::KinetoTrace(bool cuda) {
-  const impl::ProfilerConfig config(impl::ProfilerState::KINETO);
   try {
-    profiler::prepareProfiler(config, activities(cuda));
-    profiler::enableProfiler(config, activities(cuda));
+    start(cuda);
   } catch (const c10::Error& e) {
     throw Error("cannot start a Kineto trace: " + first_line(e));
   }
@@ -68,9 +73,7 @@ const std::string& KinetoTrace::unavailable() {
             .string();
     std::string answer;
     try {
-      const impl::ProfilerConfig config(impl::ProfilerState::KINETO);
-      profiler::prepareProfiler(config, activities(false));
-      profiler::enableProfiler(config, activities(false));
+      start(false);
       profiler::disableProfiler()->save(probe);
     } catch (const c10::Error& e) {
       answer =

@@ -436,8 +436,9 @@ long long StudyJob::probe_position(const std::vector<std::size_t>& positions, Cl
 }
 
 // Each thread takes the next run as it becomes free, as a process does, on a
-// CUDA stream of its own on a GPU (one no other lane is given). auto on a GPU trains the run with the
-// largest batch alone first, then as many at once as its peak memory allows.
+// CUDA stream of its own on a GPU (one no other lane is given). auto on a GPU
+// trains the run with the largest batch alone first, then as many at once as
+// its peak memory allows.
 // An error in one run stops the others as a signal would (they checkpoint),
 // and is the job's once all are through.
 void StudyJob::train_lanes(const Block& b) {
@@ -482,9 +483,7 @@ bool StudyJob::fewer_at_once(std::size_t run) {
   const std::string n = std::to_string(others);
   out_.line("[run " + std::to_string(run + 1) + "/" + std::to_string(plan_.size()) + "] " + plan_[run].id +
             ": out of the GPU's memory beside " + n +
-            " other run(s); trained again when fewer train at once: at "
-            "most " +
-            n + " from now on");
+            " other run(s); trained again when fewer train at once: at most " + n + " from now on");
   return true;
 }
 

@@ -167,8 +167,8 @@ int run_throughput_mode(const Job& job) {
   }
   if (!g.profile.empty()) {
     lead_step(session, [&] {  // refused before any benchmark runs
-      if (!KinetoTrace::unavailable().empty())
-        throw UsageError("--profile " + g.profile + ": " + KinetoTrace::unavailable());
+      const std::string& why = KinetoTrace::unavailable();
+      if (!why.empty()) throw UsageError("--profile " + g.profile + ": " + why);
       std::error_code ec;
       fs::create_directories(g.profile, ec);
       if (ec) throw UsageError("--profile " + g.profile + ": cannot create the folder (" + ec.message() + ")");
