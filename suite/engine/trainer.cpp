@@ -551,6 +551,8 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
   double last_checkpoint_s = elapsed();
   const std::int64_t total = total_steps();
   std::vector<UnreadStep> unread;
+  // eval_growth's next step, found anew on a resume: the steps are fixed.
+  std::int64_t growth_next = c.eval_growth > 0 ? growth_evaluation_after(step_, c.eval_growth) : -1;
   while (step_ < total) {
     const double lr = lr_->at(step_);
     advance();
@@ -559,9 +561,10 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     if (out_of_memory_point("step"))
       TORCH_CHECK_WITH(OutOfMemoryError, false, "injected: out of memory (DPSTUDY_TEST_OOM_AT)");
     unread.push_back({step_, lr, elapsed(), comm_s_, comm_bytes_});
-    const bool epoch_end = step_ % steps_per_epoch_ == 0;
-    const bool eval_due =
-        epoch_end || (c.eval_every > 0 && step_ % c.eval_every == 0) || (c.eval_at_sync && averaged_world_);
+    const bool epoch_end = step_ % steps_per_epoch_ == 0, growth_due = step_ == growth_next;
+    if (growth_due) growth_next = growth_evaluation_after(step_, c.eval_growth);
+    const bool eval_due = epoch_end || growth_due || (c.eval_every > 0 && step_ % c.eval_every == 0) ||
+                          (c.eval_at_sync && averaged_world_);
     if (eval_due || std::int64_t(unread.size()) >= read_every_ || step_ == total) {
       if (!record_unread(unread, progress, eval_due)) break;
     }

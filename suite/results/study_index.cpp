@@ -98,6 +98,7 @@ std::string unit_of(const std::string& key) {
                                                            {"sync_period", "step"},
                                                            {"group_sync_period", "step"},
                                                            {"eval_every", "step"},
+                                                           {"eval_growth", "fraction"},
                                                            {"block_size", "samples"},
                                                            {"test_every", "step"},
                                                            {"steps_to_goal", "step"},

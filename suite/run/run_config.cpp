@@ -284,6 +284,7 @@ KeyValues RunConfig::key_values() const {
       {"pruning", to_string(pruning)},
       {"snip_batches", I(snip_batches)},
       {"eval_every", I(eval_every)},
+      {"eval_growth", eval_growth},
       {"eval_at_sync", I(eval_at_sync)},
       {"test_every", I(test_every)},
       {"eval_batch", I(eval_batch)},
@@ -295,11 +296,9 @@ KeyValues RunConfig::key_values() const {
 }
 
 bool added_later_at_old_default(const std::string& key, const ConfigValue& value) {
-  static const std::map<std::string, std::string> later_keys = {{"test_every", "0"},
-                                                                {"eval_at_sync", "0"},
-                                                                {"dirichlet_alpha", "0"},
-                                                                {"precision", "fp32"},
-                                                                {"memory_format", "contiguous"}};
+  static const std::map<std::string, std::string> later_keys = {{"test_every", "0"},   {"eval_at_sync", "0"},
+                                                                {"eval_growth", "0"},  {"dirichlet_alpha", "0"},
+                                                                {"precision", "fp32"}, {"memory_format", "contiguous"}};
   const auto later = later_keys.find(key);
   return later != later_keys.end() && to_text(value) == later->second;
 }
@@ -404,6 +403,8 @@ void validate(const RunConfig& c) {
   require(c.snip_batches >= 1, "snip_batches", std::to_string(c.snip_batches), "must be at least 1");
   require(c.eval_every >= 0, "eval_every", std::to_string(c.eval_every),
           "must be >= 0 (0 = at the end of each epoch only)");
+  require(c.eval_growth >= 0 && c.eval_growth <= 10, "eval_growth", num(c.eval_growth),
+          "must be in [0, 10] (0 = off; 0.05 also evaluates each time the step count has grown by 5 %)");
   require(c.test_every >= 0, "test_every", std::to_string(c.test_every),
           "must be >= 0 (0 = the test split at every evaluation)");
   require(c.eval_batch >= 1, "eval_batch", std::to_string(c.eval_batch), "must be at least 1");
@@ -411,6 +412,12 @@ void validate(const RunConfig& c) {
   require(c.goal_error >= 0 && c.goal_error < 1, "goal_error", num(c.goal_error),
           "must be in [0, 1) (an error rate, e.g. 0.02 for 98 % accuracy; 0 = no goal)");
   require(!c.stop_at_goal || c.goal_error > 0, "stop_at_goal", "true", "needs a --goal_error");
+}
+
+std::int64_t growth_evaluation_after(std::int64_t step, double growth) {
+  std::int64_t s = 1;
+  while (s <= step) s += std::max<std::int64_t>(1, std::int64_t(std::floor(growth * double(s))));
+  return s;
 }
 
 }  // namespace dpstudy

@@ -73,6 +73,39 @@ std::vector<double> parse_number_list(const std::string& option, const std::stri
   return out;
 }
 
+namespace {
+
+// The "Evaluation and seeds" group of RunOptions, into `c` and `seed`.
+po::options_description evaluation_options(RunConfig& c, const RunConfig& d, std::string& seed) {
+  // clang-format off
+  po::options_description eval("Evaluation and seeds");
+  eval.add_options()
+      ("eval_every", with_default(&c.eval_every, d.eval_every),
+       "evaluate every this many steps (0: at the end of each epoch only)")
+      ("eval_growth", with_default(&c.eval_growth, d.eval_growth),
+       "also evaluate each time the step count has grown by this fraction since such an evaluation: log-spaced "
+       "steps, so a step to a goal is resolved to that fraction at any batch size (0: off; e.g. 0.05)")
+      ("eval_at_sync", with_default(&c.eval_at_sync, d.eval_at_sync),
+       "local SGD: also evaluate right after every parameter averaging over all workers, where every worker holds "
+       "the evaluated model (eval/synced, summary final_synced_test_accuracy)")
+      ("test_every", with_default(&c.test_every, d.test_every),
+       "with a validation split: evaluate the test split only every this many steps, at epoch ends, at the goal "
+       "and at the end; other evaluations record NaN test metrics (0: at every evaluation)")
+      ("eval_batch", with_default(&c.eval_batch, d.eval_batch), "batch size for evaluation")
+      ("goal_error", with_default(&c.goal_error, d.goal_error),
+       "steps-to-result: record the first evaluated step whose error (1 - accuracy; validation split if held out, "
+       "else test) is at most this (0: none)")
+      ("stop_at_goal", with_default(&c.stop_at_goal, d.stop_at_goal),
+       "end the run once the goal is reached (after recording the step)")
+      ("seed", po::value(&seed)->default_value(std::to_string(d.seed)), "run seed: initial weights and samplers")
+      ("data_seed", with_default(&c.data_seed, d.data_seed),
+       "data seed: order, assignment, validation split (-1: the run seed)");
+  // clang-format on
+  return eval;
+}
+
+}  // namespace
+
 RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run options") {
   RunConfig& c = draft_;
   // The option tables keep one option to a line, as --help groups them.
@@ -151,27 +184,8 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
        "cosine, linear: final rate as a fraction of the peak")
       ("lr_decay_steps", with_default(&c.lr_decay_steps, d.lr_decay_steps),
        "linear: steps from the end of warm-up to the end rate (0: to the last step)");
-  po::options_description eval("Evaluation and seeds");
-  eval.add_options()
-      ("eval_every", with_default(&c.eval_every, d.eval_every),
-       "evaluate every this many steps (0: at the end of each epoch only)")
-      ("eval_at_sync", with_default(&c.eval_at_sync, d.eval_at_sync),
-       "local SGD: also evaluate right after every parameter averaging over all workers, where every worker holds "
-       "the evaluated model (eval/synced, summary final_synced_test_accuracy)")
-      ("test_every", with_default(&c.test_every, d.test_every),
-       "with a validation split: evaluate the test split only every this many steps, at epoch ends, at the goal "
-       "and at the end; other evaluations record NaN test metrics (0: at every evaluation)")
-      ("eval_batch", with_default(&c.eval_batch, d.eval_batch), "batch size for evaluation")
-      ("goal_error", with_default(&c.goal_error, d.goal_error),
-       "steps-to-result: record the first evaluated step whose error (1 - accuracy; validation split if held out, "
-       "else test) is at most this (0: none)")
-      ("stop_at_goal", with_default(&c.stop_at_goal, d.stop_at_goal),
-       "end the run once the goal is reached (after recording the step)")
-      ("seed", po::value(&seed_)->default_value(std::to_string(d.seed)), "run seed: initial weights and samplers")
-      ("data_seed", with_default(&c.data_seed, d.data_seed),
-       "data seed: order, assignment, validation split (-1: the run seed)");
   // clang-format on
-  description_.add(data).add(workers).add(sync).add(opt).add(lr).add(eval);
+  description_.add(data).add(workers).add(sync).add(opt).add(lr).add(evaluation_options(c, d, seed_));
 }
 
 RunConfig RunOptions::resolve() const {

@@ -298,6 +298,50 @@ TEST(Training, TestEveryEvaluatesTheTestSplitOnlyWhenDue) {
   EXPECT_TRUE(std::isfinite(sparse.summary.best_test_accuracy));
 }
 
+// eval_growth's steps are fixed, log-spaced, and evaluating at them trains
+// the same bits; a run resumed between them evaluates at the same steps.
+TEST(Training, EvalGrowthEvaluatesAtLogSpacedStepsAndChangesNoTrainingBit) {
+  std::vector<std::int64_t> grid;
+  for (std::int64_t s = growth_evaluation_after(0, 0.25); s <= 60; s = growth_evaluation_after(s, 0.25)) {
+    grid.push_back(s);
+  }
+  EXPECT_EQ(grid, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 18, 22, 27, 33, 41, 51}));
+  EXPECT_EQ(growth_evaluation_after(9, 0.25), 10);  // between two of them: the next
+  // 0.05 over Study B's longest run (20 epochs of 57,000 samples at batch 16):
+  // each gap within 5 % of its step (or 1), in about 200 evaluations, not 1,425 of every 50.
+  int points = 0;
+  for (std::int64_t s = 1; s <= 71250; s = growth_evaluation_after(s, 0.05), ++points) {
+    EXPECT_LE(growth_evaluation_after(s, 0.05) - s, std::max<std::int64_t>(1, s / 20)) << "after step " << s;
+  }
+  EXPECT_GT(points, 150);
+  EXPECT_LT(points, 250);
+
+  RunConfig c = base_config();
+  c.epochs = 2;  // 30 steps an epoch
+  InProcessCommunicator comm(1);
+  const RunResult plain = train_run(c, tiny(), data(), comm);
+  c.eval_growth = 0.25;
+  const RunResult grown = train_run(c, tiny(), data(), comm);
+  EXPECT_EQ(grown.eval.step,
+            (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 18, 22, 27, 30, 33, 41, 51, 60}));
+  EXPECT_EQ(grown.train.loss, plain.train.loss);
+  EXPECT_EQ(grown.summary.final_test_accuracy, plain.summary.final_test_accuracy);
+
+  test::ScratchDir dir;
+  const std::string path = dir.str() + "/run.ckpt.h5";
+  {
+    Trainer t(c, tiny(), data(), comm);
+    t.run(nullptr, {path, 0, 20});  // checkpoints at 20 and 40
+  }
+  Trainer resumed(c, tiny(), data(), comm);
+  resumed.restore_checkpoint(path);
+  ASSERT_EQ(resumed.current_step(), 40);
+  const RunResult r = resumed.run();
+  EXPECT_EQ(r.eval.step, grown.eval.step);
+  EXPECT_EQ(r.eval.test_accuracy, grown.eval.test_accuracy);
+  EXPECT_EQ(r.train.loss, grown.train.loss);
+}
+
 TEST(Training, EvaluationSharedAmongWorkersEqualsOneForwardPassOverTheTestSet) {
   // 100 test images in batches of 7: 15 batches over 4 workers (3, 4, 4, 4), the
   // last batch short; with synchronous steps the evaluated model is replica 0.

@@ -95,6 +95,7 @@ struct RunConfig {
   std::int64_t snip_batches = 10;    // mini-batches the SNIP scores are summed over
   // Evaluation
   std::int64_t eval_every = 0;       // steps; 0 = only at the end of each epoch
+  double eval_growth = 0;            // also at steps growing by this fraction (growth_evaluation_after); 0 = off
   bool eval_at_sync = false;         // also right after every parameter averaging over all workers
   std::int64_t test_every = 0;       // steps; with a validation split, the test split only every this many
                                      // steps, at epoch ends, at the goal and at the end; 0 = at every evaluation
@@ -134,6 +135,11 @@ RunConfig canonical(const RunConfig& config);
 
 // Throws ConfigError naming the option, the value and what is allowed.
 void validate(const RunConfig& config);
+// eval_growth's steps, log-spaced so that a step to a goal is resolved to a
+// fixed fraction of itself at any batch size: s_0 = 1, s_(k+1) = s_k + max(1,
+// floor(growth s_k)). Returns the first of them after `step`. One product and
+// a floor per point, so every platform finds the same steps.
+std::int64_t growth_evaluation_after(std::int64_t step, double growth);
 // The samples left for training from `total` after the validation split.
 std::int64_t training_samples(const RunConfig& config, std::int64_t total);
 // Throws ConfigError on batch_size unless one step of workers x batch_size fits in the
