@@ -18,8 +18,6 @@
 
 namespace dpstudy {
 
-std::string TrainingData::checksums() const { return checksum_lines(spec ? spec->name : "?", files); }
-
 namespace {
 
 // A config text without the keys added later that hold their old default: a

@@ -2,20 +2,16 @@
 // test set, shared among the run's processes, recorded as the eval series.
 #include <ATen/ATen.h>
 
-#include <chrono>
 #include <limits>
 
 #include "dpstudy/precision.hpp"
 #include "dpstudy/trainer.hpp"
+#include "stopwatch.hpp"
 
 namespace dpstudy {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 }  // namespace
 
@@ -65,7 +61,7 @@ Trainer::Evaluation Trainer::evaluate(const at::Tensor& x, const at::Tensor& y, 
 }
 
 bool Trainer::evaluate_into(RunResult& r, double train_loss, bool test_due, double elapsed_s) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   const RunConfig& c = config_;
   // The averaged model: with identical replicas that is any replica.
   if (identical_) {

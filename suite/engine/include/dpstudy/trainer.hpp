@@ -22,6 +22,7 @@
 #include "dpstudy/replica.hpp"
 #include "dpstudy/run_config.hpp"
 #include "dpstudy/sampler.hpp"
+#include "dpstudy/training_data.hpp"
 #include "dpstudy/upload.hpp"
 
 namespace dpstudy {
@@ -29,23 +30,6 @@ namespace dpstudy {
 namespace h5 {
 class Group;  // hdf5.hpp
 }
-
-// A train/test pair made ready once and shared by every run of a study: images
-// normalised to float, in the layout the models take.
-struct TrainingData {
-  const DatasetSpec* spec = nullptr;
-  at::Tensor train_x, train_y, test_x, test_y;  // float [N, C, H, W], int64 [N], on the run's device
-  std::vector<FileRecord> files;
-  std::string checksums() const;  // checksum_lines() of its files (train, then test)
-};
-// Normalises and places the data on `device` (CPU, or the process's GPU).
-TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device = at::kCPU);
-// A split's bytes as a uint8 [N, C, H, W] tensor that shares them (valid while `d` lives).
-at::Tensor image_tensor(const Dataset& d);
-// Its labels as an int64 [N] tensor of their own.
-at::Tensor label_tensor(const Dataset& d);
-// Per-channel normalisation of a uint8 [N, C, H, W] tensor (see DatasetSpec).
-at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec);
 
 // How a process spreads its threads (docs/engine.md#threads).
 //   workers:    its workers step side by side, one thread each; every tensor
@@ -93,18 +77,6 @@ struct CheckpointPolicy {
   double interval_s = 0;       // every this many seconds of training (0: not by time)
   std::int64_t every_steps = 0;  // every this many steps (0: not by steps)
 };
-
-// The training positions of a run (its validation split held out: a seeded
-// fraction, the rest in stored order), those held out, and the shards of
-// dataset indices over the first (docs/engine.md, Data assignment). Throws
-// ConfigError when W b exceeds the training samples or the assignment cannot
-// be made (a study checks every run so before it starts).
-struct DataSplit {
-  std::vector<std::int64_t> train, val;
-  std::vector<std::vector<std::int64_t>> shards;
-  AssignmentStats stats;
-};
-DataSplit split_data(const RunConfig& config, const at::Tensor& train_y);
 
 class Trainer {
  public:
