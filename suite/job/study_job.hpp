@@ -1,9 +1,9 @@
 // A study's job, in steps: look at what is in <output>/<study>/runs/, schedule
 // what is left on the job's processes (docs/mpi.md), train each run through its
-// claim so that several jobs on one study train each run once (study_job.cpp),
-// one run (study_run.cpp), then the index and the study's table
-// (study_finish.cpp); complete runs' data, stack and build against this job's
-// (study_provenance.cpp). Includes LibTorch's headers (job_context.hpp).
+// claim so that several jobs on one study train each run once (study_job.cpp,
+// study_train.cpp), one run (study_run.cpp), then the index and the study's
+// table (study_finish.cpp); complete runs' data, stack and build against this
+// job's (study_provenance.cpp). Includes LibTorch's headers (job_context.hpp).
 #pragma once
 
 #include <atomic>
