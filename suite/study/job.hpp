@@ -1,10 +1,13 @@
 // One invocation of a workload executable (a "job"), from its command line to
 // its runs. workload_main() takes it through one file per step:
 //   front/front_end.cpp       the front end: the next two steps without LibTorch, then the engine
-//   study/command_line.cpp    options and study file -> Request
+//   study/command_line.cpp    options and study file -> Request (the job's own options: job_options.cpp)
 //   study/study_plan.cpp      Request -> the runs, each config resolved and checked
-//   job/workload_main.cpp     device, threads, data; one run on the console
-//   job/study_job.cpp         a study: what is done, the schedule, claims (study_job.hpp)
+//   job/workload_main.cpp     the steps in turn; one run on the console
+//   job/job_machine.cpp       device, threads, determinism
+//   job/job_checks.cpp        data; each run checked before any trains
+//   job/study_job.cpp         a study: what is done, the schedule (study_job.hpp)
+//   job/study_train.cpp       its runs placed and claimed, several at once on a GPU
 //   job/study_run.cpp         one of its runs: resumed or started, trained, written
 //   job/study_finish.cpp      the index, the study's table, the checks asked for
 //   job/study_provenance.cpp  complete runs' data files, software stack and build against this job's
