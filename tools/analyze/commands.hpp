@@ -75,11 +75,23 @@ std::vector<Table> runs(const Runs& r, const Options& o);
 
 // tests.cpp
 std::vector<Table> summary(const Runs& r, const Options& o);
-std::vector<Table> compare(const Runs& r, const Options& o);
 std::vector<Table> anova(const Runs& r, const Options& o);
-std::vector<Table> power(const Runs& r, const Options& o);
+
+// compare.cpp
+std::vector<Table> compare(const Runs& r, const Options& o);
 // ConfigError for a --baseline that is no level of --factor (a typo, not a missing level).
 void check_baseline(const Runs& r, const Options& o);
+// Two levels of a factor, by their positions.
+struct LevelPair {
+  std::size_t a, b;
+};
+// The pairs a family compares: the baseline against every other level, or
+// every pair without one (a note in `notes` when the family lacks the baseline).
+std::vector<LevelPair> level_pairs(const std::vector<Group>& levels, const std::string& baseline,
+                                   std::vector<std::string>& notes, const std::string& family);
+
+// power.cpp
+std::vector<Table> power(const Runs& r, const Options& o);
 
 // curves.cpp
 struct Curve {
