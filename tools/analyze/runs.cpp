@@ -12,7 +12,7 @@ std::vector<Table> runs(const Runs& r, const Options& o) {
   // The run keys that tell the runs apart, or the ones asked for.
   std::vector<std::string> keys = o.by.empty() ? varying_run_keys(r) : o.by;
   require_columns(r, keys, "--by");
-  // Runs trained on other copies of the data files differ by that too (the warning of load.cpp).
+  // Runs trained on other copies of the data files differ by that too (the warning of warnings.cpp).
   std::set<std::string> digests;
   for (const Run& run : r.runs) digests.insert(run.text("data_digest").value_or(""));
   if (o.by.empty() && digests.size() > 1) keys.insert(keys.begin(), "data_digest");

@@ -131,7 +131,7 @@ std::int64_t samples_needed(double d, double alpha = 0.05, double power = 0.8);
 // Power of the equivalence test (Welch's two one-sided tests at `alpha`, n per
 // group) to show |difference| < m (the margin over the sd) when the true
 // difference is 0, exact (numerical integration over the variances and Welch's
-// df, stats.cpp); and the n per group it needs (-1: over 10^7).
+// df, stats_effects.cpp); and the n per group it needs (-1: over 10^7).
 double tost_power(double m, std::int64_t n, double alpha = 0.05);
 std::int64_t tost_samples_needed(double m, double alpha = 0.05, double power = 0.8);
 
