@@ -1,0 +1,75 @@
+// What a GPU takes, decided without one: how many runs at once fit its memory,
+// and which runs qualify for whole-step CUDA graphs.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <cmath>
+
+#include "dpstudy/cuda_graphs.hpp"
+#include "dpstudy/device_memory.hpp"
+#include "dpstudy/error.hpp"
+
+#include "training_support.hpp"
+
+using namespace dpstudy;
+using namespace dpstudy::test;
+
+// --runs_at_once auto on a GPU: runs of a measured peak fit in 80 % of the
+// GPU's memory shared by its processes, less each process's CUDA context.
+TEST(RunsAtOnce, AsManyAsFitInTheGpusMemory) {
+  const double h200 = 143771;  // MiB
+  // 0.8 * 143771 - 512 = 114504.8 MiB: 57 runs of 2000 MiB.
+  EXPECT_EQ(runs_that_fit(h200, 1, 2000), 57);
+  // Four processes on the GPU: 0.8 * 143771 / 4 - 512 = 28242.2 MiB each: 14 runs.
+  EXPECT_EQ(runs_that_fit(h200, 4, 2000), 14);
+  EXPECT_EQ(runs_that_fit(h200, 1, 10), kMostRunsAtOnce);  // a small run: capped
+  EXPECT_EQ(runs_that_fit(h200, 1, 200000), 1);            // larger than the GPU: one, alone
+  EXPECT_EQ(runs_that_fit(16384, 64, 100), 1);             // no room beside the contexts
+  // Unknown (the CPU, a first run that did not train): one.
+  EXPECT_EQ(runs_that_fit(std::nan(""), 1, 2000), 1);
+  EXPECT_EQ(runs_that_fit(h200, 1, std::nan("")), 1);
+  EXPECT_EQ(runs_that_fit(h200, 0, 2000), 1);
+}
+
+// Which runs qualify for whole-step CUDA graphs, and why the others do not.
+// A CUDA device here is only a name: nothing runs on it.
+TEST(CudaGraphs, WhichRunsQualifyAndWhyTheOthersDoNot) {
+  EXPECT_EQ(parse_cuda_graphs("auto"), CudaGraphs::automatic);
+  EXPECT_EQ(to_string(parse_cuda_graphs("on")), "on");
+  EXPECT_EQ(to_string(parse_cuda_graphs("off")), "off");
+  EXPECT_THROW(parse_cuda_graphs("maybe"), ConfigError);
+  const RunConfig c = base_config();
+  const c10::Device cpu(c10::kCPU), gpu(c10::kCUDA, 0);
+  EXPECT_EQ(why_not_graphed(c, gpu, 1), "");
+  EXPECT_TRUE(resolve_cuda_graphs(CudaGraphs::automatic, c, gpu, 1));
+  EXPECT_FALSE(resolve_cuda_graphs(CudaGraphs::off, c, gpu, 1));
+  EXPECT_NE(why_not_graphed(c, cpu, 1).find("needs a CUDA device, and this run trains on the cpu"), std::string::npos);
+  EXPECT_FALSE(resolve_cuda_graphs(CudaGraphs::automatic, c, cpu, 1));
+  try {
+    resolve_cuda_graphs(CudaGraphs::on, c, cpu, 1);
+    ADD_FAILURE() << "on, on the CPU, was not refused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--cuda_graphs: 'on' cannot apply: needs a CUDA device"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NE(why_not_graphed(c, gpu, 2).find("2 processes average through MPI on the host"), std::string::npos);
+  RunConfig cosine = c;
+  cosine.schedule = LrSchedule::cosine;
+  EXPECT_NE(why_not_graphed(cosine, gpu, 1).find("changes at every step (schedule cosine)"), std::string::npos);
+  RunConfig step = c;  // a rate that changes at milestones only: captured again at each
+  step.schedule = LrSchedule::step;
+  step.lr_milestones = {1};
+  step.warmup_epochs = 0.5;  // and stepped eagerly while it warms up
+  EXPECT_EQ(why_not_graphed(step, gpu, 1), "");
+  RunConfig bf16 = c;
+  bf16.precision = Precision::bf16;
+  EXPECT_EQ(why_not_graphed(bf16, gpu, 1).empty(), TORCH_VERSION_MAJOR >= 2) << why_not_graphed(bf16, gpu, 1);
+
+  // A Trainer asked for graphs on the CPU refuses; auto there steps eagerly.
+  InProcessCommunicator comm(1);
+  EXPECT_THROW(Trainer(c, tiny(), data(), comm, Execution{Parallelism::automatic, 0, 0, CudaGraphs::on}), ConfigError);
+  const Trainer automatic(c, tiny(), data(), comm, Execution{Parallelism::automatic, 0, 0, CudaGraphs::automatic});
+  EXPECT_FALSE(automatic.cuda_graphs());
+  EXPECT_EQ(automatic.graph_captures(), 0);
+}
