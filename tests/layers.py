@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """The layers of suite/ keep their library's boundary: a file of a layer without
 LibTorch (dpstudy_core, dpstudy_front) includes no header of a layer of the
-engine (dpstudy), and every source file lives in a layer folder. suite/README.md
-lists the layers; each layer's CMakeLists.txt names its library.
+engine (dpstudy), and every source file lives in a layer folder. And they keep
+their order: a layer includes public headers of the layers before it in ORDER
+only, so that no include runs back up (the engine's trainer once included the
+job's progress.hpp). suite/README.md lists the layers in that order; each
+layer's CMakeLists.txt names its library.
 
 usage: layers.py SOURCE_DIR
 """
@@ -12,6 +15,8 @@ import sys
 
 SUITE = os.path.join(sys.argv[1], "suite")
 LIBRARY = re.compile(r"dpstudy_layer\(\s*(\w+)")
+# Each layer may include the public headers of those before it.
+ORDER = ["base", "data", "testing", "stats", "run", "results", "study", "front", "parallel", "engine", "job"]
 
 
 def main():
@@ -22,7 +27,11 @@ def main():
             if layer.endswith((".cpp", ".hpp")):
                 problems.append(f"suite/{layer}: a source outside the layer folders")
             continue
-        with open(os.path.join(folder, "CMakeLists.txt")) as f:
+        cmake = os.path.join(folder, "CMakeLists.txt")
+        if not os.path.isfile(cmake):
+            problems.append(f"suite/{layer}/: a folder without CMakeLists.txt: a layer needs one")
+            continue
+        with open(cmake) as f:
             m = LIBRARY.search(f.read())
         if not m:
             problems.append(f"suite/{layer}/CMakeLists.txt: no dpstudy_layer(LIBRARY ...)")
@@ -31,9 +40,14 @@ def main():
         include = os.path.join(folder, "include", "dpstudy")
         for name in os.listdir(include) if os.path.isdir(include) else []:
             header_layer[name] = layer
+    with open(os.path.join(SUITE, "README.md")) as f:
+        table = re.findall(r"^\| `(\w+)/` \|", f.read(), re.M)
+    if table != ORDER:
+        problems.append(f"suite/README.md: its table lists {', '.join(table)}; the order is {', '.join(ORDER)}")
+    for layer in sorted(set(library) ^ set(ORDER)):
+        problems.append(f"suite/{layer}/: " + ("a layer missing from ORDER in tests/layers.py (and from "
+                                               "suite/README.md's table)" if layer in library else "in ORDER, no layer"))
     for layer, lib in library.items():
-        if lib == "dpstudy":
-            continue
         for dirpath, _, names in os.walk(os.path.join(SUITE, layer)):
             for name in names:
                 if not name.endswith((".cpp", ".hpp", ".in")):
@@ -42,9 +56,15 @@ def main():
                 with open(path) as f:
                     for n, line in enumerate(f, 1):
                         m = re.match(r'\s*#\s*include\s+"dpstudy/([^"]+)"', line)
-                        if m and library.get(header_layer.get(m.group(1), ""), "") == "dpstudy":
-                            problems.append(f"{os.path.relpath(path, SUITE)}:{n}: {lib} includes dpstudy/"
-                                            f"{m.group(1)} of the engine's layer {header_layer[m.group(1)]}/")
+                        other = header_layer.get(m.group(1), "") if m else ""
+                        if not other or other == layer:
+                            continue
+                        where = f"{os.path.relpath(path, SUITE)}:{n}: "
+                        if lib != "dpstudy" and library.get(other) == "dpstudy":
+                            problems.append(f"{where}{lib} includes dpstudy/{m.group(1)} of the engine's layer {other}/")
+                        elif layer in ORDER and other in ORDER and ORDER.index(other) > ORDER.index(layer):
+                            problems.append(f"{where}{layer}/ includes dpstudy/{m.group(1)} of {other}/, a layer after "
+                                            f"it (the order: {', '.join(ORDER)})")
     for p in problems:
         print(p)
     print(f"{len(library)} layers, {len(header_layer)} public headers: {len(problems)} problem(s)")

@@ -18,7 +18,7 @@
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/learning_rate.hpp"
 #include "dpstudy/metrics.hpp"
-#include "dpstudy/progress.hpp"
+#include "dpstudy/progress_sink.hpp"
 #include "dpstudy/replica.hpp"
 #include "dpstudy/run_config.hpp"
 #include "dpstudy/sampler.hpp"

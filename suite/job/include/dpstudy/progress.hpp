@@ -1,32 +1,16 @@
-// Where a run reports what it is doing. The console implementation prints
-// epoch, step, loss, accuracy and ETA; a study runner adds "run i of n".
+// The console's report of a run (progress_sink.hpp): epoch, step, loss,
+// accuracy and ETA; a study runner adds "run i of n".
 #pragma once
 
-#include <cstdint>
 #include <string>
+#include <utility>
+
+#include "dpstudy/progress_sink.hpp"
 
 namespace dpstudy {
 
-struct ProgressEvent {
-  std::int64_t step = 0, total_steps = 0;
-  int epoch = 0, epochs = 0;          // epoch is 1-based: the one in progress
-  double loss = 0;                    // recent training loss
-  double test_accuracy = -1;          // -1: no evaluation at this event; NaN: test split not due (test_every)
-  double lr = 0;
-  double elapsed_s = 0;
-  bool evaluation = false;
-  double val_accuracy = -1;           // -1: no validation split, or no evaluation at this event
-};
-
 // "  val acc 85.10 %  test acc 84.90 %" for an evaluation event, "" otherwise.
 std::string format_accuracy(const ProgressEvent& e);
-
-class ProgressSink {
- public:
-  virtual ~ProgressSink() = default;
-  virtual void message(const std::string& line) = 0;
-  virtual void progress(const ProgressEvent& e) = 0;
-};
 
 // Prints to stdout: every evaluation, and at most every `interval_s` seconds between.
 class ConsoleProgress : public ProgressSink {
