@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "dpstudy/config.hpp"
 #include "dpstudy/cuda_streams.hpp"
 #include "dpstudy/error.hpp"
 
