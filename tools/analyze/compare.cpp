@@ -307,10 +307,10 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
                        num(o.alpha) + " (the " + tost_interval(o.alpha) +
                        " interval then lies inside the margin); \"not shown\" is no evidence of a difference");
   }
-  pw.notes.push_back(
-      "marks: *** p < 0.001, ** < 0.01, * < 0.05 (Welch, Holm-adjusted); paired tests match runs "
-      "by seed: the same seed means the same initial weights and sampler streams; the 95% CI of b - a "
-      "is Welch's, for each pair alone (not adjusted like the p-values)");
+  // A note a fact: readers scan the lines under a table, and one 48-word line hid the second and third.
+  pw.notes.push_back("marks: *** p < 0.001, ** < 0.01, * < 0.05 (Welch, Holm-adjusted)");
+  pw.notes.push_back("paired tests match runs by seed: one seed is one set of initial weights and sampler streams");
+  pw.notes.push_back("the 95% CI of b - a is Welch's, for each pair alone: it is not adjusted like the p-values");
   std::vector<std::string> held = o.within;
   held.push_back(o.factor);
   if (const std::string note = pooled_note(r, held); !note.empty()) omni.notes.push_back(note);
