@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """No source file of the library, dpstudy-analyze or a workload is longer than
 LIMIT lines (400): the style guide's "about 300", with room for a file that
-holds one concept whole. A longer file is split by concept, as trainer.cpp
-was into its step, its run and its data. Tests and benchmarks are not held to it.
+holds one concept whole. A longer file is split by concept (the trainer: its
+step, its run, its data). Tests and benchmarks are not held to it.
 
 usage: file_length.py SOURCE_DIR [LIMIT]
 """

@@ -2,10 +2,9 @@
 """The layers of suite/ keep their library's boundary: a file of a layer without
 LibTorch (dpstudy_core, dpstudy_front) includes no header of a layer of the
 engine (dpstudy), and every source file lives in a layer folder. And they keep
-their order: a layer includes public headers of the layers before it in ORDER
-only, so that no include runs back up (the engine's trainer once included the
-job's progress.hpp). suite/README.md lists the layers in that order; each
-layer's CMakeLists.txt names its library.
+their order: a layer includes public headers only of the layers listed before
+it in suite/README.md's table, the one place the order is written, so that no
+include runs back up. Each layer's CMakeLists.txt names its library.
 
 usage: layers.py SOURCE_DIR
 """
@@ -15,8 +14,6 @@ import sys
 
 SUITE = os.path.join(sys.argv[1], "suite")
 LIBRARY = re.compile(r"dpstudy_layer\(\s*(\w+)")
-# Each layer may include the public headers of those before it.
-ORDER = ["base", "data", "testing", "stats", "run", "results", "study", "front", "parallel", "engine", "job"]
 
 
 def main():
@@ -40,13 +37,12 @@ def main():
         include = os.path.join(folder, "include", "dpstudy")
         for name in os.listdir(include) if os.path.isdir(include) else []:
             header_layer[name] = layer
+    # The layers in order: the rows of suite/README.md's table.
     with open(os.path.join(SUITE, "README.md")) as f:
-        table = re.findall(r"^\| `(\w+)/` \|", f.read(), re.M)
-    if table != ORDER:
-        problems.append(f"suite/README.md: its table lists {', '.join(table)}; the order is {', '.join(ORDER)}")
-    for layer in sorted(set(library) ^ set(ORDER)):
-        problems.append(f"suite/{layer}/: " + ("a layer missing from ORDER in tests/layers.py (and from "
-                                               "suite/README.md's table)" if layer in library else "in ORDER, no layer"))
+        order = re.findall(r"^\| `(\w+)/` \|", f.read(), re.M)
+    for layer in sorted(set(library) ^ set(order)):
+        problems.append(f"suite/{layer}/: " + ("a layer missing from suite/README.md's table" if layer in library
+                                               else "in suite/README.md's table, but no layer folder"))
     for layer, lib in library.items():
         for dirpath, _, names in os.walk(os.path.join(SUITE, layer)):
             for name in names:
@@ -62,9 +58,9 @@ def main():
                         where = f"{os.path.relpath(path, SUITE)}:{n}: "
                         if lib != "dpstudy" and library.get(other) == "dpstudy":
                             problems.append(f"{where}{lib} includes dpstudy/{m.group(1)} of the engine's layer {other}/")
-                        elif layer in ORDER and other in ORDER and ORDER.index(other) > ORDER.index(layer):
+                        elif layer in order and other in order and order.index(other) > order.index(layer):
                             problems.append(f"{where}{layer}/ includes dpstudy/{m.group(1)} of {other}/, a layer after "
-                                            f"it (the order: {', '.join(ORDER)})")
+                                            f"it (the order: {', '.join(order)})")
     for p in problems:
         print(p)
     print(f"{len(library)} layers, {len(header_layer)} public headers: {len(problems)} problem(s)")

@@ -4,18 +4,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <numeric>
 
+#include "basics.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/stats.hpp"
 
 namespace bm = boost::math;
 
 namespace dpstudy::stats {
-namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
+
+namespace {
 
 // Residual sum of squares and rank of the least-squares fit of y on the
 // columns (modified Gram-Schmidt, applied twice for accuracy; a column whose
