@@ -230,8 +230,8 @@ class AnalyzeTables(AnalyzeTest):
         self.assertNotIn("more than one of the folders", out)
         # Read as one, each copy of a run counted as a sample of its own (n 4 for 2 runs) without a word.
         out = self.analyze("summary", self.periods, copy, "--by", "sync_period", "--format", "csv")
-        self.assertIn(f"warning: 4 run(s) are in more than one of the folders read (one run id: the same config and "
-                      f"seed), e.g. ", out)
+        self.assertIn("warning: 4 run(s) are in more than one of the folders read (one run id: the same config and "
+                      "seed), e.g. ", out)
         self.assertIn("understates the variance and the p-values. Compare the folders (--factor study_dir", out)
         # One folder given twice is refused: every run would count twice.
         out = self.analyze("summary", self.periods, self.periods + "/", status=2)
