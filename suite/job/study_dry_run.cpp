@@ -20,7 +20,14 @@ void print_schedule(const DryRun& d, std::int64_t todo_cost) {
   const JobOptions& g = d.request->options;
   const std::vector<PlannedRun>& plan = d.plan->runs;
   const bool uniform = std::all_of(d.procs.begin(), d.procs.end(), [&](int q) { return q == d.procs.front(); });
-  if (d.dynamic && uniform) {
+  const bool lanes = !d.lane.empty();
+  if (lanes) {
+    std::printf(
+        "# schedule: %zu runs on %d process(es), each training %d at once in lanes (--runs_at_once), taken "
+        "in this order as lanes become free; rank, lane, start and end as the estimated costs predict, "
+        "each run at its rate alone\n",
+        d.schedule.size(), d.processes, d.runs_at_once);
+  } else if (d.dynamic && uniform) {
     const int group_procs = d.procs.empty() ? 1 : d.procs.front();
     std::printf(
         "# schedule: %zu runs on %d process(es) in %d group(s) of %d, taken in this order as groups "
@@ -44,19 +51,26 @@ void print_schedule(const DryRun& d, std::int64_t todo_cost) {
                            : " (the processes per run do not divide the processes)");
   }
   double makespan = 0;
-  std::printf("# %4s  %-16s  %-12s  %16s  %16s\n", "run", "run id", "ranks", "start (samples)", "end (samples)");
-  for (const auto& pl : d.schedule) {
+  std::printf("# %4s  %-16s  %-12s%s  %16s  %16s\n", "run", "run id", "ranks", lanes ? "  lane" : "", "start (samples)",
+              "end (samples)");
+  for (std::size_t k = 0; k < d.schedule.size(); ++k) {
+    const Placement& pl = d.schedule[k];
     std::string ranks;
     for (int q : pl.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(q);
-    std::printf("  %4zu  %-16s  %-12s  %16.0f  %16.0f\n", pl.run + 1, plan[pl.run].id.c_str(), ranks.c_str(), pl.start,
-                pl.end);
+    if (lanes) {
+      std::printf("  %4zu  %-16s  %-12s  %4d  %16.0f  %16.0f\n", pl.run + 1, plan[pl.run].id.c_str(), ranks.c_str(),
+                  d.lane[k], pl.start, pl.end);
+    } else {
+      std::printf("  %4zu  %-16s  %-12s  %16.0f  %16.0f\n", pl.run + 1, plan[pl.run].id.c_str(), ranks.c_str(),
+                  pl.start, pl.end);
+    }
     makespan = std::max(makespan, pl.end);
   }
-  std::printf("# estimated cost: %lld sample-gradients to compute, %.0f per process on the longest one",
-              (long long)todo_cost, makespan);
-  if (d.complete > 0 && d.runs_at_once > 1) {  // each run's rate, N of them at once
+  std::printf("# estimated cost: %lld sample-gradients to compute, %.0f per %s on the longest one",
+              (long long)todo_cost, makespan, lanes ? "lane" : "process");
+  if (d.complete > 0 && lanes) {  // each run's rate, N of them at once
     std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured, if %d at once keep it each\n",
-                makespan / d.measured_rate / d.runs_at_once / 60.0, d.measured_rate, d.complete, d.runs_at_once);
+                makespan / d.measured_rate / 60.0, d.measured_rate, d.complete, d.runs_at_once);
   } else if (d.complete > 0) {
     std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured\n", makespan / d.measured_rate / 60.0,
                 d.measured_rate, d.complete);

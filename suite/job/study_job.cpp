@@ -214,6 +214,30 @@ void StudyJob::make_schedule() {
   }
 }
 
+// --dry_run with N runs at once: each process's N lanes take the next run as
+// they become free, as train_lanes() does, so the runs are placed as on
+// processes x N processes of one run each. Schedule rank v is lane v / processes
+// of process v % processes: every process starts its first lane at once.
+void StudyJob::lane_schedule(DryRun& d) const {
+  const int n = job_.runs_at_once;
+  if (n < 2 || !dynamic_ || std::any_of(procs_.begin(), procs_.end(), [](int p) { return p != 1; })) return;
+  const int world = planned_processes();
+  std::vector<std::size_t> todo;
+  std::vector<double> costs;
+  for (std::size_t i = 0; i < plan_.size(); ++i) {
+    if (!to_run(i)) continue;
+    todo.push_back(i);
+    costs.push_back(double(plan_[i].cost));
+  }
+  d.schedule = schedule_nested(costs, std::vector<int>(costs.size(), 1), world * n);
+  d.lane.clear();
+  for (Placement& pl : d.schedule) {
+    pl.run = todo[pl.run];
+    d.lane.push_back(pl.ranks.front() / world);
+    pl.ranks = {pl.ranks.front() % world};
+  }
+}
+
 // The job planned for: this one, or in a dry run the one --dry_run_processes names.
 int StudyJob::planned_processes() const {
   return options_.dry_run_processes > 0 ? options_.dry_run_processes : session_.size();
@@ -250,6 +274,7 @@ DryRun StudyJob::dry_run() const {
   d.procs = procs_;
   d.schedule = schedule_;
   d.dynamic = dynamic_;
+  lane_schedule(d);
   return d;
 }
 

@@ -89,6 +89,7 @@ class StudyJob {
   std::string other_build(const h5::File& f) const;
   std::optional<std::int64_t> cost_left(std::size_t i) const;
   void make_schedule();
+  void lane_schedule(DryRun& d) const;
   int planned_processes() const;
   DryRun dry_run() const;
   void prepare_folder();

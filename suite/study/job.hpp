@@ -155,6 +155,7 @@ struct DryRun {
   std::set<std::string> resumable;      // run ids with checkpoints
   std::vector<int> procs;               // per run to do
   std::vector<Placement> schedule;
+  std::vector<int> lane;  // per placement with runs at once: which of its process's lanes; else empty
   bool dynamic = false;
 };
 void print_dry_run(const DryRun& d);

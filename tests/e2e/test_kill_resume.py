@@ -125,6 +125,13 @@ class KillAndResume(TempFolderTest):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("# runs at once: 3 per process, each on one thread (--runs_at_once): up to 3 in this job",
                       r.stdout)
+        # The schedule places them in the process's 3 lanes: three start at once, the fourth when one is free.
+        self.assertIn("# schedule: 4 runs on 1 process(es), each training 3 at once in lanes (--runs_at_once)", r.stdout)
+        rows = re.findall(r"^ +\d+  [0-9a-f]{16}  0 +(\d+) +(\d+) +(\d+)$", r.stdout, re.M)
+        self.assertEqual(len(rows), 4, r.stdout)
+        self.assertEqual(sorted(lane for lane, start, end in rows if start == "0"), ["0", "1", "2"], r.stdout)
+        self.assertEqual([start for lane, start, end in rows].count("0"), 3, r.stdout)
+        self.assertIn(" per lane on the longest one", r.stdout)
         r = study(out, "--runs_at_once", "3")
         self.assertEqual(r.returncode, 0, r.stderr)
         events = re.findall(r"\] [0-9a-f]{16} .*: (starting|completed)", r.stdout)
