@@ -256,6 +256,32 @@ class AnalyzeFigures(AnalyzeTest):
                            "--output", path)
         self.assertNotIn("cut at", out)
 
+    def test_a_gnuplot_script_draws_the_figure_elsewhere(self):
+        """--output F.gp: the script with its data inline, written where gnuplot is not (a GPU machine); run
+        elsewhere, from another folder, it draws beside itself the SVG that --output F.svg draws."""
+        args = ["plot", self.batch, "--kind", "steps", "--target", "0.5", "--by", "batch_size"]
+        here = os.path.join(self.tmp, "script-made")
+        os.makedirs(here)
+        r = subprocess.run([ANALYZE, *args, "--output", os.path.join(here, "steps.gp")], capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "PATH": os.path.join(self.tmp, "no gnuplot")})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(here, "steps.gp")) as f:
+            script = f.read()
+        self.assertIn("$data << EOD\n", script)
+        self.assertIn("datafile = '$data'\n", script)
+        self.assertNotIn(self.tmp, script)  # nothing of this machine's folders: it runs anywhere
+        need_gnuplot(self)
+        elsewhere = os.path.join(self.tmp, "script-moved")
+        os.makedirs(elsewhere)
+        shutil.move(os.path.join(here, "steps.gp"), elsewhere)
+        r = subprocess.run(["gnuplot", os.path.join("script-moved", "steps.gp")], capture_output=True, text=True,
+                           timeout=120, cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.analyze(*args, "--output", os.path.join(here, "steps.svg"))
+        with open(os.path.join(elsewhere, "steps.svg"), "rb") as drawn, \
+                open(os.path.join(here, "steps.svg"), "rb") as direct:
+            self.assertEqual(drawn.read(), direct.read())
+
     def test_plot_names_are_never_parsed(self):
         """A quote in the output's or $TMPDIR's name reached gnuplot's script (and a shell) unquoted; a missing
         gnuplot or scratch folder is named as such."""
@@ -299,7 +325,7 @@ class AnalyzeFigures(AnalyzeTest):
                 if ext == "svg" and "--where" in args:  # a figure of a slice says which slice
                     self.assertIn(b"lr=0.05", content)
         out = self.analyze("plot", self.main, "--kind", "summary", "--by", "overlap", "--output", "x.pdf", status=2)
-        self.assertIn("must end in .png or .svg", out)
+        self.assertIn("must end in .png, .svg or .gp", out)
         # reach: a line per group named with how many of its runs reached the target, as the summary of
         # test_accuracy@reach=0.5 counts them.
         reached = {r["sync_period"]: r["n"] for r in csv.DictReader(io.StringIO(self.analyze(

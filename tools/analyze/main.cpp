@@ -44,7 +44,7 @@ commands:
   report           --by K1,K2 [--factor F] [--target T] [--hazard_ratio H] --output FOLDER: report.md with the
                    summary, the factorial ANOVA, the comparisons of F and their power, steps and time to T, the
                    figures, each with its command
-  plot             --kind summary|curves|steps|best_lr --output FILE.png|svg (and the options of that command);
+  plot             --kind summary|curves|steps|best_lr --output FILE.png|svg|gp (and the options of that command);
                    --kind reach --target T [--by K] [--x step|time_s]: the fraction of runs at T (Kaplan-Meier);
                    --kind scaling [--by K]: samples/s against workers from throughput tables, with linear scaling
   check-stats      (no study folder): this build's statistics on fixed data against scipy's and statsmodels'
@@ -101,7 +101,8 @@ po::options_description named_options(Options& o, std::string& by, std::string& 
       "(+/- 1 standard deviation), sem, range (min to max) or none; plot reach: ci95 adds the Kaplan-Meier "
       "estimate's 95 % band")("style", po::value(&o.style)->default_value(o.style),
                               "plot --kind summary: bars (error bars) or band (shaded)")(
-      "output", po::value(&o.output), "plot: the PNG or SVG file to write; report: the folder");
+      "output", po::value(&o.output),
+      "plot: the PNG or SVG file to write, or .gp: gnuplot's script for it; report: the folder");
   return named;
 }
 

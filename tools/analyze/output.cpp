@@ -182,9 +182,32 @@ void print(const std::vector<Table>& tables, Format format, std::FILE* out) {
 std::string terminal_for(const std::string& output) {
   const std::string ext = std::filesystem::path(output).extension().string();
   if (ext == ".png") return "pngcairo size 900,600 enhanced font 'DejaVu Sans,11'";
-  if (ext == ".svg") return "svg size 900,600 enhanced font 'DejaVu Sans,11'";
-  throw ConfigError("output", output, "must end in .png or .svg");
+  if (ext == ".svg" || ext == ".gp") return "svg size 900,600 enhanced font 'DejaVu Sans,11'";
+  throw ConfigError("output", output, "must end in .png, .svg or .gp (the gnuplot script that draws an SVG)");
 }
+
+namespace {
+
+// F.gp: the script with its data inline, run by nobody here. It draws elsewhere
+// (where the runs are not, as on a GPU machine without gnuplot), or after an edit
+// for a paper's fonts and labels: `gnuplot F.gp` writes F.svg beside it.
+void write_gnuplot_script(const std::string& script, const std::string& data, const std::string& output) {
+  if (data.find("\nEOD\n") != std::string::npos || data.rfind("EOD\n", 0) == 0) {
+    throw Error("the figure's data holds a line EOD, which would end its block in " + output);
+  }
+  const std::string text =
+      "# Drawn by dpstudy-analyze plot; `gnuplot " + std::filesystem::path(output).filename().string() +
+      "` writes the SVG beside this file.\n$data << EOD\n" + data + (data.empty() || data.back() == '\n' ? "" : "\n") +
+      "EOD\ndatafile = '$data'\n"
+      "set output (strlen(ARG0) > 3 ? ARG0[1:strlen(ARG0) - 3] : 'plot') . '.svg'\n" +
+      script;
+  std::ofstream f(output);
+  f << text;
+  f.close();
+  if (!f) throw ConfigError("output", output, "cannot be written (a full disk?)");
+}
+
+}  // namespace
 
 std::string gnuplot_quoted(const std::string& text) {
   std::string q = "'";  // in gnuplot's single quotes nothing is special but the quote, written twice
@@ -202,6 +225,7 @@ void run_gnuplot(const std::string& script, const std::string& data, const std::
   if (output.find_first_of("\n\r") != std::string::npos) {
     throw ConfigError("output", output, "has a line break in its name, which a gnuplot script cannot hold");
   }
+  if (std::filesystem::path(output).extension() == ".gp") return write_gnuplot_script(script, data, output);
   // A folder of our own for the script, its data and gnuplot's messages: no
   // clash between plots made at once, whatever $TMPDIR's name holds.
   std::string scratch = temp_folder() + "/dpstudy-plot-XXXXXX";

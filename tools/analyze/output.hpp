@@ -25,7 +25,8 @@ void print(const std::vector<Table>& tables, Format format, std::FILE* out = std
 // `text` as a gnuplot string: single quotes, each quote in it doubled.
 std::string gnuplot_quoted(const std::string& text);
 // Runs gnuplot on `script` (which reads the data file `data`), writing `output`
-// (.png or .svg). UsageError when gnuplot is missing or fails.
+// (.png or .svg). UsageError when gnuplot is missing or fails. For .gp, writes
+// the script with its data inline instead, to run elsewhere; gnuplot not needed.
 void run_gnuplot(const std::string& script, const std::string& data, const std::string& output);
 std::string terminal_for(const std::string& output);
 

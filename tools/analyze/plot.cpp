@@ -268,7 +268,7 @@ void plot_reach(const Runs& r, const Options& o, std::ostringstream& data, std::
 }  // namespace
 
 std::string plot(const Runs& r, const Options& o) {
-  if (o.output.empty()) throw UsageError("plot needs --output FILE.png or FILE.svg");
+  if (o.output.empty()) throw UsageError("plot needs --output FILE.png, FILE.svg or FILE.gp");
   const std::string term = terminal_for(o.output);
   std::ostringstream data, script;
   Clamp clamp;  // summary and curves: the band's ends, cut to the quantity's range

@@ -118,7 +118,7 @@ std::vector<Line> scaling_lines_of(const Options& o, std::vector<std::string>* n
 }  // namespace
 
 std::vector<std::string> plot_scaling(const Options& o) {
-  if (o.output.empty()) throw UsageError("plot needs --output FILE.png or FILE.svg");
+  if (o.output.empty()) throw UsageError("plot needs --output FILE.png, FILE.svg or FILE.gp");
   const std::string term = terminal_for(o.output);
   if (std::find(o.by.begin(), o.by.end(), "workers") != o.by.end()) {
     throw ConfigError("by", join(o.by, ","),
