@@ -270,6 +270,9 @@ class AnalyzeFigures(AnalyzeTest):
         self.assertIn("$data << EOD\n", script)
         self.assertIn("datafile = '$data'\n", script)
         self.assertNotIn(self.tmp, script)  # nothing of this machine's folders: it runs anywhere
+        os.makedirs(os.path.join(here, "folder.gp"))
+        self.assertIn(f"--output: '{here}/folder.gp' cannot be written: Is a directory",
+                      self.analyze(*args, "--output", os.path.join(here, "folder.gp"), status=2))
         need_gnuplot(self)
         elsewhere = os.path.join(self.tmp, "script-moved")
         os.makedirs(elsewhere)
@@ -281,6 +284,11 @@ class AnalyzeFigures(AnalyzeTest):
         with open(os.path.join(elsewhere, "steps.svg"), "rb") as drawn, \
                 open(os.path.join(here, "steps.svg"), "rb") as direct:
             self.assertEqual(drawn.read(), direct.read())
+        # gnuplot's own failure is the error, with what gnuplot said.
+        os.makedirs(os.path.join(here, "folder.svg"))
+        out = self.analyze(*args, "--output", os.path.join(here, "folder.svg"), status=2)
+        self.assertIn(f"error: gnuplot failed writing {here}/folder.svg: ", out)
+        self.assertIn("cannot open file", out)
 
     def test_plot_names_are_never_parsed(self):
         """A quote in the output's or $TMPDIR's name reached gnuplot's script (and a shell) unquoted; a missing

@@ -202,9 +202,10 @@ void write_gnuplot_script(const std::string& script, const std::string& data, co
       "set output (strlen(ARG0) > 3 ? ARG0[1:strlen(ARG0) - 3] : 'plot') . '.svg'\n" +
       script;
   std::ofstream f(output);
+  if (!f) throw ConfigError("output", output, std::string("cannot be written: ") + std::strerror(errno));
   f << text;
   f.close();
-  if (!f) throw ConfigError("output", output, "cannot be written (a full disk?)");
+  if (!f) throw ConfigError("output", output, "could not be written whole (a full disk?)");
 }
 
 }  // namespace
