@@ -93,7 +93,7 @@ std::vector<LevelPair> level_pairs(const std::vector<Group>& levels, const std::
 // power.cpp
 std::vector<Table> power(const Runs& r, const Options& o);
 
-// curves.cpp
+// curves.cpp; Reach and what follows to the critical batch size: steps.cpp
 struct Curve {
   std::vector<std::string> key_values;
   std::vector<const Run*> runs;
