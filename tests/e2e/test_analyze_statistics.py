@@ -10,6 +10,7 @@ import glob
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -146,6 +147,55 @@ class AnalyzeStatistics(AnalyzeTest):
         # Fewer than 3 batch sizes: no fit, and why.
         out = self.analyze("steps-to-result", study, "--target", "0.5", "--where", "batch_size<20")
         self.assertIn("critical batch size: no fit: 2 batch size(s) reached the target, the fit needs 3", out)
+
+    def test_steps_to_result_draws_a_line_per_level_of_a_second_key(self):
+        # Lee et al. 2021's figure: dense and sparse side by side. Here the seeds are the second key:
+        # seed 1 reaches the target first at S(B) = 2 (1 + 20 / B) steps; seed 2 at 8 and 4 steps at
+        # batch 5 and 10, and never at 20. Each line has its own perfect scaling, regimes and fit.
+        study = os.path.join(self.tmp, "two-lines")
+        shutil.copytree(self.batch, study)
+        for path in glob.glob(os.path.join(study, "runs", "*.h5")):
+            with h5py.File(path, "r+") as f:
+                batch, seed = int(f["config"].attrs["batch_size"]), int(f["config"].attrs["seed"])
+                first = 2 * (1 + 20 / batch) if seed == 1 else {5: 8, 10: 4, 20: 1e9}[batch]
+                steps = f["eval"]["step"][()]
+                f["eval"]["test_accuracy"][...] = np.where(steps >= first, 0.9, 0.1)
+                if "crc32" in f["eval"]["test_accuracy"].attrs:
+                    del f["eval"]["test_accuracy"].attrs["crc32"]  # edited values: else a damaged file
+        args = ["--target", "0.5", "--by", "batch_size,seed"]
+        rows = list(csv.DictReader(io.StringIO(self.analyze("steps-to-result", study, *args, "--format", "csv"))))
+        self.assertEqual([(r["seed"], r["batch_size"], r["best (steps)"]) for r in rows],
+                         [("1", "5", "10"), ("1", "10", "6"), ("1", "20", "4"),
+                          ("2", "5", "8"), ("2", "10", "4"), ("2", "20", "-")])
+        self.assertEqual([r["perfect scaling (steps)"] for r in rows], ["10", "5", "2.5", "8", "4", "2"])
+        self.assertEqual([r["regime"] for r in rows][3:], ["-", "perfect scaling", "-"])
+        out = self.analyze("steps-to-result", study, *args)
+        self.assertIn("each combination of seed is a line of its own: its perfect scaling, regimes and critical batch "
+                      "size", out)
+        self.assertIn("seed=1: critical batch size: B_crit = 20 (batch_size), S_min = 2 steps", out)
+        self.assertIn("seed=2: perfect scaling from batch_size 5 up to 10", out)
+        self.assertIn("seed=2: critical batch size: no fit: 2 batch size(s) reached the target, the fit needs 3", out)
+        # The figure: a block of points a line, named by its key, in a script that needs no gnuplot here.
+        for kind in ("steps", "best_lr"):
+            script = os.path.join(self.tmp, f"two-lines-{kind}.gp")
+            self.analyze("plot", study, "--kind", kind, *args, "--output", script)
+            with open(script) as f:
+                text = f.read()
+            self.assertIn("datafile index 1 using 1:2 with linespoints lw 2 pt 7 lc 2 title 'seed=2'", text)
+            self.assertNotIn("datafile index 2 ", text)
+        self.assertIn("plot --kind steps: no group reached test_accuracy 0.95, so there is nothing to draw",
+                      self.analyze("plot", study, "--kind", "steps", "--target", "0.95", "--by", "batch_size,seed",
+                                   "--output", os.path.join(self.tmp, "none.gp"), status=2))
+        self.assertIn("--by: 'seed' is not a batch size", self.analyze(
+            "plot", study, "--kind", "steps", "--target", "0.5", "--by", "seed,batch_size", "--output",
+            os.path.join(self.tmp, "x.gp"), status=2))
+        need_gnuplot(self)
+        path = os.path.join(self.tmp, "two-lines.svg")
+        self.analyze("plot", study, "--kind", "steps", *args, "--output", path)
+        with open(path) as f:
+            titles = re.findall(r"<title>([^<]*)</title>", f.read())
+        self.assertIn("seed=1", titles)
+        self.assertIn("seed=2", titles)
 
     def test_series_metric_curves_power_and_steps(self):
         out = self.analyze("summary", self.main, "--by", "overlap", "--metric", "test_accuracy@step=10",

@@ -117,8 +117,16 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o);
 // batch_size, global_batch and workers (at a fixed batch_size): the keys that scale the
 // global batch, against which perfect scaling and the learning-rate rules are drawn.
 bool scales_the_batch(const std::string& key);
-// plot --kind steps and best_lr: one --by key, one of those; a UsageError otherwise.
+// plot --kind steps and best_lr: the first --by key one of those; a UsageError otherwise.
 void require_batch_key(const Options& o);
+// The groups of reach_of against the batch (the first --by key) as lines, one per
+// combination of the other --by keys ("sparsity=0.9"; "" for one key), in order of
+// first appearance, each line's groups in batch order.
+struct ReachLine {
+  std::string name;
+  std::vector<const Reach*> points;
+};
+std::vector<ReachLine> reach_lines(const std::vector<Reach>& reach, const std::vector<std::string>& by);
 // The trials of a group are meant to differ in their metaparameters only (learning
 // rate, momentum, ...: the best is taken over them); a note when other run keys
 // (sparsity, workers, ...) vary within a group too. Empty when none does.

@@ -4,12 +4,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
-#include <filesystem>
-#include <fstream>
-#include <limits>
 
 #include "commands.hpp"
 #include "dpstudy/error.hpp"
@@ -265,6 +266,98 @@ void plot_reach(const Runs& r, const Options& o, std::ostringstream& data, std::
   for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
 }
 
+// One data block a line of reach_lines, for those with a point to draw (`point`
+// writes a group's row, or nothing); `add` gives each drawn line its plots, in
+// gnuplot's line colour `colour` (0: the default, for a single line). An error
+// when no line has a point: an empty figure says nothing.
+void reach_blocks(const Runs& r, const Options& o, std::ostringstream& data, std::ostringstream& script,
+                  const std::function<void(const Reach&, std::ostringstream&)>& point,
+                  const std::function<void(const std::string& index, int colour, const ReachLine&, bool first,
+                                           std::vector<std::string>& plots)>& add) {
+  const std::vector<Reach> reach = reach_of(r, o);
+  const std::vector<ReachLine> lines = reach_lines(reach, o.by);
+  std::vector<std::string> plots;
+  std::size_t longest = 0;
+  int block = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::ostringstream points;
+    for (const Reach* rc : lines[i].points) point(*rc, points);
+    if (points.str().empty()) continue;  // no group of this line reached the target
+    data << points.str() << "\n\n";
+    add("datafile index " + std::to_string(block) + " ", lines.size() == 1 ? 0 : int(i) + 1, lines[i], block == 0,
+        plots);
+    ++block;
+    longest = std::max(longest, lines[i].name.size());
+  }
+  if (plots.empty()) {
+    throw UsageError("plot --kind " + o.kind + ": no group reached " + o.series + " " + num(o.target) +
+                     ", so there is nothing to draw (steps-to-result tabulates the groups)");
+  }
+  script << "set logscale xy 2\nset xlabel " << gnuplot_quoted(with_unit(o.by[0], metric_unit(r, o.by[0])))
+         << " noenhanced\n"
+         << key_placement(longest) << "plot ";
+  for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
+}
+
+// Steps to the target against the batch, log2-log2: a line per combination of the
+// other --by keys (one, "best trial", with a single key), each with its own dashed
+// perfect-scaling line from its first reaching group and each step's regime.
+void plot_steps(const Runs& r, const Options& o, std::ostringstream& data, std::ostringstream& script) {
+  require_batch_key(o);
+  double x0 = std::nan(""), s0 = std::nan(""), px = std::nan(""), ps = std::nan("");
+  const auto point = [&](const Reach& rc, std::ostringstream& out) {
+    if (out.str().empty()) x0 = s0 = px = ps = std::nan("");  // a new line
+    if (std::isnan(rc.best)) return;
+    const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
+    if (std::isnan(x0)) x0 = x, s0 = rc.best;
+    const std::string label_text = regime(px, ps, x, rc.best);
+    out << format_number(x) << " " << format_number(rc.best) << " " << format_number(s0 * x0 / x) << " "
+        << (label_text == "-" ? "\"\"" : "\"" + label_text + "\"") << "\n";
+    px = x;
+    ps = rc.best;
+  };
+  const auto add = [](const std::string& index, int n, const ReachLine& line, bool first,
+                      std::vector<std::string>& plots) {
+    const std::string colour = n ? " lc " + std::to_string(n) : "";
+    plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + " title " +
+                    gnuplot_quoted(line.name.empty() ? "best trial" : line.name) + " noenhanced");
+    plots.push_back(index + "using 1:3 with lines dt 2 lw 2" + colour +
+                    (first ? " title 'perfect scaling'" : " notitle"));
+    plots.push_back(index + "using 1:2:4 with labels noenhanced offset 0,1.2 font ',9'" +
+                    (n ? " tc lt " + std::to_string(n) : "") + " notitle");
+  };
+  script << "set ylabel " << gnuplot_quoted("steps to " + o.series + " " + num(o.target) + " (steps)")
+         << " noenhanced\nset title " << plot_title("steps to result", o) << "\n";
+  reach_blocks(r, o, data, script, point, add);
+}
+
+// The best trial's learning rate against the batch, with the linear and the
+// square-root rule from each line's first point.
+void plot_best_lr(const Runs& r, const Options& o, std::ostringstream& data, std::ostringstream& script) {
+  require_batch_key(o);
+  double x0 = std::nan(""), l0 = std::nan("");
+  const auto point = [&](const Reach& rc, std::ostringstream& out) {
+    if (out.str().empty()) x0 = l0 = std::nan("");  // a new line
+    if (std::isnan(rc.best_lr)) return;
+    const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
+    if (std::isnan(x0)) x0 = x, l0 = rc.best_lr;
+    out << format_number(x) << " " << format_number(rc.best_lr) << " " << format_number(l0 * x / x0) << " "
+        << format_number(l0 * std::sqrt(x / x0)) << "\n";
+  };
+  const auto add = [](const std::string& index, int n, const ReachLine& line, bool first,
+                      std::vector<std::string>& plots) {
+    const std::string colour = n ? " lc " + std::to_string(n) : "";
+    plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + " title " +
+                    gnuplot_quoted(line.name.empty() ? "best trial" : line.name) + " noenhanced");
+    plots.push_back(index + "using 1:3 with lines dt 2 lw 2" + colour + (first ? " title 'linear rule'" : " notitle"));
+    plots.push_back(index + "using 1:4 with lines dt 3 lw 2" + colour +
+                    (first ? " title 'square-root rule'" : " notitle"));
+  };
+  script << "set ylabel 'learning rate of the best trial' noenhanced\nset title " << plot_title("best learning rate", o)
+         << "\n";
+  reach_blocks(r, o, data, script, point, add);
+}
+
 }  // namespace
 
 std::string plot(const Runs& r, const Options& o) {
@@ -280,42 +373,9 @@ std::string plot(const Runs& r, const Options& o) {
   } else if (o.kind == "reach") {
     plot_reach(r, o, data, script);
   } else if (o.kind == "steps") {
-    require_batch_key(o);
-    const std::vector<Reach> reach = reach_of(r, o);
-    double x0 = std::nan(""), s0 = std::nan(""), px = std::nan(""), ps = std::nan("");
-    for (const Reach& rc : reach) {
-      if (std::isnan(rc.best)) continue;
-      const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
-      if (std::isnan(x0)) x0 = x, s0 = rc.best;
-      const std::string label_text = regime(px, ps, x, rc.best);
-      data << format_number(x) << " " << format_number(rc.best) << " " << format_number(s0 * x0 / x) << " "
-           << (label_text == "-" ? "\"\"" : "\"" + label_text + "\"") << "\n";
-      px = x;
-      ps = rc.best;
-    }
-    script << "set logscale xy 2\nset xlabel " << gnuplot_quoted(with_unit(o.by[0], metric_unit(r, o.by[0])))
-           << " noenhanced\nset ylabel " << gnuplot_quoted("steps to " + o.series + " " + num(o.target) + " (steps)")
-           << " noenhanced\nset title " << plot_title("steps to result", o) << "\n"
-           << "plot datafile using 1:2 with linespoints lw 2 pt 7 title 'best trial', "
-           << "datafile using 1:3 with lines dt 2 lw 2 title 'perfect scaling', "
-           << "datafile using 1:2:4 with labels noenhanced offset 0,1.2 font ',9' notitle";
+    plot_steps(r, o, data, script);
   } else if (o.kind == "best_lr") {
-    require_batch_key(o);
-    const std::vector<Reach> reach = reach_of(r, o);
-    double x0 = std::nan(""), l0 = std::nan("");
-    for (const Reach& rc : reach) {
-      if (std::isnan(rc.best_lr)) continue;
-      const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
-      if (std::isnan(x0)) x0 = x, l0 = rc.best_lr;
-      data << format_number(x) << " " << format_number(rc.best_lr) << " " << format_number(l0 * x / x0) << " "
-           << format_number(l0 * std::sqrt(x / x0)) << "\n";
-    }
-    script << "set logscale xy 2\nset xlabel " << gnuplot_quoted(with_unit(o.by[0], metric_unit(r, o.by[0])))
-           << " noenhanced\n"
-           << "set ylabel 'learning rate of the best trial' noenhanced\nset title " << plot_title("best learning rate", o) << "\n"
-           << "plot datafile using 1:2 with linespoints lw 2 pt 7 title 'best trial', "
-           << "datafile using 1:3 with lines dt 2 lw 2 title 'linear rule', "
-           << "datafile using 1:4 with lines dt 3 lw 2 title 'square-root rule'";
+    plot_best_lr(r, o, data, script);
   } else {
     throw ConfigError("kind", o.kind, "is not one of: " + join(plot_kinds(), ", "));
   }

@@ -67,17 +67,18 @@ struct Reached {
       perfect_so_far = false;
     }
   }
-  void notes(Table& t, const std::string& key) const {
+  // Each note begins with `line` ("sparsity=0.9: "), the line's keys, or "" for one line.
+  void notes(std::vector<std::string>& out, const std::string& key, const std::string& line) const {
     if (x.size() >= 2) {
-      t.notes.push_back("perfect scaling from " + key + " " + num(x.front()) + " up to " + num(perfect_to) +
-                        " (every step from the first reaching group)");
+      out.push_back(line + "perfect scaling from " + key + " " + num(x.front()) + " up to " + num(perfect_to) +
+                    " (every step from the first reaching group)");
     }
     const CriticalBatch cb = fit_critical_batch(x, steps);
-    t.notes.push_back(cb.why_not.empty()
-                          ? "critical batch size: B_crit = " + num(cb.b_crit, 4) + " (" + key +
-                                "), S_min = " + num(cb.s_min, 4) + " steps; fit of steps = S_min (1 + B_crit / " + key +
-                                ") to the best steps, least squares of the relative error (McCandlish et al. 2018)"
-                          : "critical batch size: no fit: " + cb.why_not);
+    out.push_back(line + (cb.why_not.empty()
+                              ? "critical batch size: B_crit = " + num(cb.b_crit, 4) + " (" + key + "), S_min = " +
+                                    num(cb.s_min, 4) + " steps; fit of steps = S_min (1 + B_crit / " + key +
+                                    ") to the best steps, least squares of the relative error (McCandlish et al. 2018)"
+                              : "critical batch size: no fit: " + cb.why_not));
   }
 };
 
@@ -86,8 +87,10 @@ struct Reached {
 bool scales_the_batch(const std::string& key) { return key == "batch_size" || key == kGlobalBatch || key == "workers"; }
 
 void require_batch_key(const Options& o) {
-  if (o.by.size() != 1) {
-    throw UsageError("plot --kind " + o.kind + " needs one --by key (batch_size, global_batch or workers)");
+  if (o.by.empty()) {
+    throw UsageError("plot --kind " + o.kind +
+                     " needs --by KEY: batch_size, global_batch or workers, then any "
+                     "keys whose combinations are lines");
   }
   if (!scales_the_batch(o.by[0])) {
     throw ConfigError("by", o.by[0],
@@ -197,6 +200,51 @@ double steps_per_s(const Speed& s, const std::vector<std::pair<std::string, std:
 
 }  // namespace
 
+std::vector<ReachLine> reach_lines(const std::vector<Reach>& reach, const std::vector<std::string>& by) {
+  std::vector<ReachLine> lines;
+  for (const Reach& rc : reach) {
+    std::string name;
+    for (std::size_t k = 1; k < by.size() && k < rc.key_values.size(); ++k) {
+      name += (k > 1 ? " " : "") + by[k] + "=" + rc.key_values[k];
+    }
+    auto line = std::find_if(lines.begin(), lines.end(), [&](const ReachLine& l) { return l.name == name; });
+    if (line == lines.end()) line = lines.insert(lines.end(), ReachLine{name, {}});
+    line->points.push_back(&rc);
+  }
+  for (ReachLine& line : lines) {
+    std::stable_sort(line.points.begin(), line.points.end(), [](const Reach* a, const Reach* b) {
+      return std::strtod(a->key_values[0].c_str(), nullptr) < std::strtod(b->key_values[0].c_str(), nullptr);
+    });
+  }
+  return lines;
+}
+
+namespace {
+
+// A group's keys, counts, steps and times; with --throughput, its steps/s and the time they estimate.
+std::vector<std::string> reach_row(const Reach& rc, const Options& o, const Speed& speed) {
+  std::vector<std::string> row = rc.key_values;
+  for (const std::string& cell : {std::to_string(rc.trials), std::to_string(rc.reached),
+                                  num(rc.trials ? double(rc.reached) / double(rc.trials) : std::nan("")),
+                                  num(rc.best, 8), num(rc.median, 8), num(rc.fastest_s), num(rc.median_s)}) {
+    row.push_back(cell);
+  }
+  if (!o.throughput.empty()) {
+    std::vector<std::pair<std::string, std::string>> match;
+    for (std::size_t k = 0; k < o.by.size(); ++k) match.emplace_back(o.by[k], rc.key_values[k]);
+    for (const std::string& w : o.where) {
+      const Comparison c = parse_comparison(w, "where", w);
+      if (c.op == "=") match.emplace_back(c.key, c.value);
+    }
+    const double sps = steps_per_s(speed, match, o.throughput);
+    row.push_back(num(sps));
+    row.push_back(num(rc.best / sps));
+  }
+  return row;
+}
+
+}  // namespace
+
 std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
   const std::vector<Reach> reach = reach_of(r, o);
   Speed speed;
@@ -210,59 +258,54 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
     t.headers.push_back(h);
   }
   // Perfect scaling and the regimes are about the global batch: against another key (overlap,
-  // sync_period) halving the steps when the key doubles means nothing.
-  const bool one_key = o.by.size() == 1;
-  const bool scaling = one_key && scales_the_batch(o.by[0]) &&
-                       std::all_of(reach.begin(), reach.end(),
-                                   [](const Reach& rc) { return std::strtod(rc.key_values[0].c_str(), nullptr) > 0; });
-  double x0 = std::nan(""), s0 = std::nan("");
+  // sync_period) halving the steps when the key doubles means nothing. Against the batch, the
+  // other --by keys make lines of their own (dense and sparse), each with its own regimes and fit.
+  const bool scaling = scales_the_batch(o.by[0]) && std::all_of(reach.begin(), reach.end(), [](const Reach& rc) {
+                         return std::strtod(rc.key_values[0].c_str(), nullptr) > 0;
+                       });
+  const bool best_lr = o.by.size() == 1 || scaling;
   if (!o.throughput.empty()) {
     for (const char* h : {"steps/s", "est. time to result (s)"}) t.headers.push_back(h);
   }
   if (scaling) {
     for (const char* h : {"log2 x", "log2 best", "perfect scaling (steps)", "regime"}) t.headers.push_back(h);
-    for (const Reach& rc : reach) {
-      if (!std::isnan(rc.best)) {
-        x0 = std::strtod(rc.key_values[0].c_str(), nullptr);
-        s0 = rc.best;
+  }
+  if (best_lr) t.headers.push_back("best trial lr");
+  std::vector<ReachLine> lines{{"", {}}};
+  if (scaling) {
+    lines = reach_lines(reach, o.by);
+  } else {
+    for (const Reach& rc : reach) lines[0].points.push_back(&rc);
+  }
+  std::vector<std::string> line_notes;
+  for (const ReachLine& line : lines) {
+    double x0 = std::nan(""), s0 = std::nan("");  // the line's first group to reach the target
+    for (const Reach* rc : line.points) {
+      if (!std::isnan(rc->best)) {
+        x0 = std::strtod(rc->key_values[0].c_str(), nullptr);
+        s0 = rc->best;
         break;
       }
     }
-  }
-  if (one_key) t.headers.push_back("best trial lr");
-  double prev_x = std::nan(""), prev_s = std::nan("");
-  Reached reached;
-  for (const Reach& rc : reach) {
-    std::vector<std::string> row = rc.key_values;
-    for (const std::string& cell : {std::to_string(rc.trials), std::to_string(rc.reached),
-                                    num(rc.trials ? double(rc.reached) / double(rc.trials) : std::nan("")),
-                                    num(rc.best, 8), num(rc.median, 8), num(rc.fastest_s), num(rc.median_s)}) {
-      row.push_back(cell);
-    }
-    if (!o.throughput.empty()) {
-      std::vector<std::pair<std::string, std::string>> match;
-      for (std::size_t k = 0; k < o.by.size(); ++k) match.emplace_back(o.by[k], rc.key_values[k]);
-      for (const std::string& w : o.where) {
-        const Comparison c = parse_comparison(w, "where", w);
-        if (c.op == "=") match.emplace_back(c.key, c.value);
+    double prev_x = std::nan(""), prev_s = std::nan("");
+    Reached reached;
+    for (const Reach* rc : line.points) {
+      std::vector<std::string> row = reach_row(*rc, o, speed);
+      if (scaling) {
+        const double x = std::strtod(rc->key_values[0].c_str(), nullptr);
+        row.push_back(num(std::log2(x)));
+        row.push_back(num(std::log2(rc->best)));
+        row.push_back(num(s0 * x0 / x, 6));
+        const std::string step_regime = regime(prev_x, prev_s, x, rc->best);
+        row.push_back(step_regime);
+        if (!std::isnan(rc->best)) reached.add(x, rc->best, step_regime);
+        prev_x = x;
+        prev_s = rc->best;
       }
-      const double sps = steps_per_s(speed, match, o.throughput);
-      row.push_back(num(sps));
-      row.push_back(num(rc.best / sps));
+      if (best_lr) row.push_back(num(rc->best_lr));
+      t.rows.push_back(row);
     }
-    if (scaling) {
-      const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
-      row.push_back(num(std::log2(x)));
-      row.push_back(num(std::log2(rc.best)));
-      row.push_back(num(s0 * x0 / x, 6));
-      const std::string step_regime = regime(prev_x, prev_s, x, rc.best);
-      row.push_back(step_regime);
-      if (!std::isnan(rc.best)) reached.add(x, rc.best, step_regime);
-      prev_x = x;
-      prev_s = rc.best;
-    }
-    if (one_key) row.push_back(num(rc.best_lr));
-    t.rows.push_back(row);
+    if (scaling) reached.notes(line_notes, o.by[0], line.name.empty() ? "" : line.name + ": ");
   }
   if (const std::string note = trials_pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);
   // A median over the reaching trials alone flatters a group that reaches the target less often.
@@ -285,7 +328,11 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
     t.notes.push_back(
         "regime of the step from the previous " + o.by[0] + ": e = log(steps ratio) / log(" + o.by[0] +
         " ratio); perfect scaling e >= 0.8, maximal data parallelism e <= 0.1, diminishing returns between");
-    reached.notes(t, o.by[0]);
+    if (lines.size() > 1) {
+      t.notes.push_back("each combination of " + join(std::vector<std::string>(o.by.begin() + 1, o.by.end()), ", ") +
+                        " is a line of its own: its perfect scaling, regimes and critical batch size");
+    }
+    t.notes.insert(t.notes.end(), line_notes.begin(), line_notes.end());
   }
   return {t};
 }
