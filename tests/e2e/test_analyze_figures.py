@@ -61,6 +61,25 @@ class AnalyzeFigures(AnalyzeTest):
                               (["--output", folder], "report needs --by K1")):
             self.assertIn(message, self.analyze("report", self.main, *args, status=2))
 
+    def test_a_report_against_the_batch_draws_the_steps_to_its_target(self):
+        """With --target and a first --by key of the batch, the report holds the steps figure of plot --kind
+        steps, under its command; made again without --target, it takes the figure away."""
+        need_gnuplot(self)
+        folder = os.path.join(self.tmp, "report-steps")
+        self.analyze("report", self.batch, "--by", "batch_size,seed", "--target", "0.5", "--output", folder)
+        with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn(f"dpstudy-analyze plot --kind steps {self.batch} --target 0.5 --by batch_size,seed "
+                      "--output steps.png\n", text)
+        self.assertIn("![steps by batch_size, seed](steps.png)", text)
+        with open(os.path.join(folder, "steps.png"), "rb") as f:
+            self.assertTrue(f.read(8).startswith(b"\x89PNG"))
+        out = self.analyze("report", self.batch, "--by", "batch_size,seed", "--output", folder)
+        self.assertIn("removed " + os.path.join(folder, "steps.png") + " (an earlier report's)", out)
+        # Against another key, no steps figure: perfect scaling means nothing there.
+        self.analyze("report", self.batch, "--by", "seed", "--target", "0.5", "--output", folder)
+        self.assertFalse(os.path.exists(os.path.join(folder, "steps.png")))
+
     def test_report_shows_the_options_each_part_read(self):
         # Options that change a part (diverged runs kept, the bands, the curves' series, a baseline, the
         # equivalence level) appear in that part's command, and each command run alone makes what the
