@@ -267,12 +267,13 @@ void plot_reach(const Runs& r, const Options& o, std::ostringstream& data, std::
 }
 
 // One data block a line of reach_lines, for those with a point to draw (`point`
-// writes a group's row, or nothing); `add` gives each drawn line its plots, in
-// gnuplot's line colour `colour` (0: the default, for a single line). An error
+// writes a group's row, or nothing): its points (column 2) named by the line, then
+// what `add` draws beside them, its references, in the line's colour (`colour`:
+// " lc N", or "" for a single line), titled only for the `first` line. An error
 // when no line has a point: an empty figure says nothing.
 void reach_blocks(const Runs& r, const Options& o, std::ostringstream& data, std::ostringstream& script,
                   const std::function<void(const Reach&, std::ostringstream&)>& point,
-                  const std::function<void(const std::string& index, int colour, const ReachLine&, bool first,
+                  const std::function<void(const std::string& index, const std::string& colour, bool first,
                                            std::vector<std::string>& plots)>& add) {
   const std::vector<Reach> reach = reach_of(r, o);
   const std::vector<ReachLine> lines = reach_lines(reach, o.by);
@@ -284,8 +285,11 @@ void reach_blocks(const Runs& r, const Options& o, std::ostringstream& data, std
     for (const Reach* rc : lines[i].points) point(*rc, points);
     if (points.str().empty()) continue;  // no group of this line reached the target
     data << points.str() << "\n\n";
-    add("datafile index " + std::to_string(block) + " ", lines.size() == 1 ? 0 : int(i) + 1, lines[i], block == 0,
-        plots);
+    const std::string index = "datafile index " + std::to_string(block) + " ";
+    const std::string colour = lines.size() == 1 ? "" : " lc " + std::to_string(i + 1);
+    plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + " title " +
+                    gnuplot_quoted(lines[i].name.empty() ? "best trial" : lines[i].name) + " noenhanced");
+    add(index, colour, block == 0, plots);
     ++block;
     longest = std::max(longest, lines[i].name.size());
   }
@@ -316,15 +320,13 @@ void plot_steps(const Runs& r, const Options& o, std::ostringstream& data, std::
     px = x;
     ps = rc.best;
   };
-  const auto add = [](const std::string& index, int n, const ReachLine& line, bool first,
+  const auto add = [](const std::string& index, const std::string& colour, bool first,
                       std::vector<std::string>& plots) {
-    const std::string colour = n ? " lc " + std::to_string(n) : "";
-    plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + " title " +
-                    gnuplot_quoted(line.name.empty() ? "best trial" : line.name) + " noenhanced");
     plots.push_back(index + "using 1:3 with lines dt 2 lw 2" + colour +
                     (first ? " title 'perfect scaling'" : " notitle"));
+    // The regimes' labels in the line's colour: " lc N" is " tc lt N" for text.
     plots.push_back(index + "using 1:2:4 with labels noenhanced offset 0,1.2 font ',9'" +
-                    (n ? " tc lt " + std::to_string(n) : "") + " notitle");
+                    (colour.empty() ? "" : " tc lt" + colour.substr(3)) + " notitle");
   };
   script << "set ylabel " << gnuplot_quoted("steps to " + o.series + " " + num(o.target) + " (steps)")
          << " noenhanced\nset title " << plot_title("steps to result", o) << "\n";
@@ -344,11 +346,8 @@ void plot_best_lr(const Runs& r, const Options& o, std::ostringstream& data, std
     out << format_number(x) << " " << format_number(rc.best_lr) << " " << format_number(l0 * x / x0) << " "
         << format_number(l0 * std::sqrt(x / x0)) << "\n";
   };
-  const auto add = [](const std::string& index, int n, const ReachLine& line, bool first,
+  const auto add = [](const std::string& index, const std::string& colour, bool first,
                       std::vector<std::string>& plots) {
-    const std::string colour = n ? " lc " + std::to_string(n) : "";
-    plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + " title " +
-                    gnuplot_quoted(line.name.empty() ? "best trial" : line.name) + " noenhanced");
     plots.push_back(index + "using 1:3 with lines dt 2 lw 2" + colour + (first ? " title 'linear rule'" : " notitle"));
     plots.push_back(index + "using 1:4 with lines dt 3 lw 2" + colour +
                     (first ? " title 'square-root rule'" : " notitle"));
