@@ -7,20 +7,26 @@
 namespace dpstudy {
 namespace {
 
-volatile std::sig_atomic_t g_signal = 0;     // the first stop signal received
-volatile std::sig_atomic_t g_interrupts = 0;  // SIGINTs received
-std::atomic<const char*> g_cause{nullptr};    // stop_for's cause: set once, never freed
+// Atomics, not volatile sig_atomic_t: the handler runs on whichever thread the
+// signal is delivered to, and the runs a process trains at once (threads of
+// their own) read the flag; sig_atomic_t is safe only within one thread.
+// Lock-free atomics are safe in a signal handler.
+std::atomic<int> g_signal{0};               // the first stop signal received
+std::atomic<int> g_interrupts{0};           // SIGINTs received
+std::atomic<const char*> g_cause{nullptr};  // stop_for's cause: set once, never freed
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only use lock-free atomics");
 
 extern "C" void on_stop_signal(int signal) {
   // Ctrl-C twice: the user means it. Not so SIGTERM: it comes from batch
   // systems and launchers (which may pass on one of their own as well), and
   // their escalation is SIGKILL (Slurm's after KillWait).
-  if (signal == SIGINT && ++g_interrupts > 1) {
+  if (signal == SIGINT && g_interrupts.fetch_add(1) + 1 > 1) {
     std::signal(signal, SIG_DFL);
     std::raise(signal);  // delivered, with the default action, when the handler returns
     return;
   }
-  if (g_signal == 0) g_signal = signal;
+  int none = 0;
+  g_signal.compare_exchange_strong(none, signal);
 }
 
 }  // namespace
@@ -33,7 +39,7 @@ void install_stop_handlers() {
   for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaction(s, &action, nullptr);
 }
 
-bool stop_requested() { return g_signal != 0 || g_cause.load() != nullptr; }
+bool stop_requested() { return g_signal.load() != 0 || g_cause.load() != nullptr; }
 
 void stop_for(const char* cause) {
   const char* none = nullptr;
@@ -47,11 +53,12 @@ std::string stop_cause() {
 }
 
 const char* stop_signal_name() {
-  switch (g_signal) {
+  switch (g_signal.load()) {
     case SIGTERM: return "SIGTERM";
     case SIGINT: return "SIGINT";
     case SIGUSR1: return "SIGUSR1";
-    default: return g_signal == 0 ? "" : "a signal";
+    default:
+      return g_signal.load() == 0 ? "" : "a signal";
   }
 }
 
