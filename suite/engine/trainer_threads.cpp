@@ -9,6 +9,9 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
+#if defined(__SANITIZE_THREAD__)  // GCC's -fsanitize=thread
+#include <sanitizer/tsan_interface.h>
+#endif
 
 #include "dpstudy/error.hpp"
 #include "dpstudy/trainer.hpp"
@@ -23,6 +26,24 @@ namespace {
 constexpr bool kSideBySide = true;
 #else
 constexpr bool kSideBySide = false;
+#endif
+
+// ThreadSanitizer sees no synchronisation inside an uninstrumented libgomp, so
+// the start and the end of a parallel region are told to it: every thread of
+// the team acquires what the caller released before it, and the caller what
+// each thread released at its end. Without them each step reports the last
+// step's stack variables as raced (docs/building.md, "Sanitizers").
+#if defined(_OPENMP)
+void tsan_release([[maybe_unused]] void* at) {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_release(at);
+#endif
+}
+void tsan_acquire([[maybe_unused]] void* at) {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_acquire(at);
+#endif
+}
 #endif
 
 // LibTorch's thread count before a Trainer with its workers side by side set it
@@ -88,8 +109,11 @@ void Trainer::for_each_local(int n, const std::function<void(int)>& task) const 
   // is 1 (claim_threads), so what a task starts runs on its thread alone. An
   // exception cannot leave the region: the first is kept and rethrown.
   std::exception_ptr error;
+  char opened = 0, closed = 0;  // the region's edges, as addresses for tsan_release / tsan_acquire
+  tsan_release(&opened);
 #pragma omp parallel num_threads(team)
   {
+    tsan_acquire(&opened);
     const int t = omp_get_thread_num(), share = (n + team - 1) / team;
     for (int i = t * share; i < std::min(n, (t + 1) * share); ++i) {
       try {
@@ -99,7 +123,9 @@ void Trainer::for_each_local(int n, const std::function<void(int)>& task) const 
         if (!error) error = std::current_exception();
       }
     }
+    tsan_release(&closed);
   }
+  tsan_acquire(&closed);
   if (error) std::rethrow_exception(error);
 #endif
 }
