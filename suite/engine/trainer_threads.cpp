@@ -9,7 +9,15 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
-#if defined(__SANITIZE_THREAD__)  // GCC's -fsanitize=thread
+// -fsanitize=thread: GCC says so with __SANITIZE_THREAD__, Clang through __has_feature.
+#if defined(__SANITIZE_THREAD__)
+#define DPSTUDY_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DPSTUDY_TSAN 1
+#endif
+#endif
+#if defined(DPSTUDY_TSAN)
 #include <sanitizer/tsan_interface.h>
 #endif
 
@@ -35,12 +43,12 @@ constexpr bool kSideBySide = false;
 // step's stack variables as raced (docs/building.md, "Sanitizers").
 #if defined(_OPENMP)
 void tsan_release([[maybe_unused]] void* at) {
-#if defined(__SANITIZE_THREAD__)
+#if defined(DPSTUDY_TSAN)
   __tsan_release(at);
 #endif
 }
 void tsan_acquire([[maybe_unused]] void* at) {
-#if defined(__SANITIZE_THREAD__)
+#if defined(DPSTUDY_TSAN)
   __tsan_acquire(at);
 #endif
 }
