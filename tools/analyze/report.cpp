@@ -224,6 +224,10 @@ Timed write_throughput(const ReportParts& p) {
 }
 
 // The figures, each with its command.
+// Whether the report draws steps.png: with a --target and a first --by key that
+// scales the batch (Study B), as plot --kind steps needs.
+bool draws_steps(const Options& o) { return !std::isnan(o.target) && scales_the_batch(o.by[0]); }
+
 void write_figures(const ReportParts& p, const Timed& speed) {
   const Runs& r = p.r;
   const Options& o = p.o;
@@ -271,9 +275,8 @@ void write_figures(const ReportParts& p, const Timed& speed) {
   const bool every_key = group_runs(r, o.by, o.include_diverged).size() <= kMostLines;
   figure("curves", every_key ? o.by : std::vector<std::string>{o.by[0]}, "curves.png");
   if (!std::isnan(o.target)) figure("reach", drawn, "reach.png");
-  // Against the batch: the steps to T, a line per combination of the other keys (Study B).
-  const bool steps = !std::isnan(o.target) && scales_the_batch(o.by[0]);
-  if (steps) figure("steps", drawn, "steps.png");
+  // Against the batch: the steps to T, a line per combination of the other keys.
+  if (draws_steps(o)) figure("steps", drawn, "steps.png");
   if (!timed.empty()) {
     Options f = o;
     f.dirs = timed;
@@ -348,9 +351,8 @@ void report(const Runs& r, const Options& o) {
   std::printf("wrote %s\n", path.c_str());
   // A figure of an earlier report that this one has not (no --target, no throughput table now)
   // would sit beside report.md as if it were current.
-  const bool steps = !std::isnan(o.target) && scales_the_batch(o.by[0]);
   for (const auto& [file, made] : {std::pair<const char*, bool>{"reach.png", !std::isnan(o.target)},
-                                   std::pair<const char*, bool>{"steps.png", steps},
+                                   std::pair<const char*, bool>{"steps.png", draws_steps(o)},
                                    std::pair<const char*, bool>{"scaling.png", !timed.dirs.empty()}}) {
     const fs::path stale = fs::path(o.output) / file;
     if (!made && fs::remove(stale, ec)) std::printf("removed %s (an earlier report's)\n", stale.string().c_str());
