@@ -192,12 +192,13 @@ namespace {
 // (where the runs are not, as on a GPU machine without gnuplot), or after an edit
 // for a paper's fonts and labels: `gnuplot F.gp` writes F.svg beside it.
 void write_gnuplot_script(const std::string& script, const std::string& data, const std::string& output) {
-  if (data.find("\nEOD\n") != std::string::npos || data.rfind("EOD\n", 0) == 0) {
+  const std::string block = data + (data.empty() || data.back() == '\n' ? "" : "\n");  // whole lines
+  if (("\n" + block).find("\nEOD\n") != std::string::npos) {
     throw Error("the figure's data holds a line EOD, which would end its block in " + output);
   }
   const std::string text =
       "# Drawn by dpstudy-analyze plot; `gnuplot " + std::filesystem::path(output).filename().string() +
-      "` writes the SVG beside this file.\n$data << EOD\n" + data + (data.empty() || data.back() == '\n' ? "" : "\n") +
+      "` writes the SVG beside this file.\n$data << EOD\n" + block +
       "EOD\ndatafile = '$data'\n"
       "set output (strlen(ARG0) > 3 ? ARG0[1:strlen(ARG0) - 3] : 'plot') . '.svg'\n" +
       script;
