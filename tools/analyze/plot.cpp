@@ -50,10 +50,6 @@ struct Clamp {
   }
 };
 
-}  // namespace
-
-namespace {
-
 // "set xtics (1, 2, 4, 8)" at the levels a study ran, while they are few enough to read.
 std::string level_tics(const std::map<double, std::string>& levels) {
   if (levels.empty() || levels.size() > 12) return "";
@@ -266,14 +262,21 @@ void plot_reach(const Runs& r, const Options& o, std::ostringstream& data, std::
   for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", \\\n     " : "") << plots[i];
 }
 
+// A line's gnuplot colour: its number from 1, or 0 for a figure of one line (gnuplot's first).
+struct LineColour {
+  std::size_t number = 0;
+  std::string of_line() const { return number == 0 ? "" : " lc " + std::to_string(number); }
+  std::string of_text() const { return number == 0 ? "" : " tc lt " + std::to_string(number); }
+};
+
 // One data block a line of reach_lines, for those with a point to draw (`point`
-// writes a group's row, or nothing): its points (column 2) named by the line, then
-// what `add` draws beside them, its references, in the line's colour (`colour`:
-// " lc N", or "" for a single line), titled only for the `first` line. An error
-// when no line has a point: an empty figure says nothing.
+// writes a group's row, or nothing; `starts_line` for a line's first group):
+// its points (column 2) named by the line, then what `add` draws beside them,
+// its references, in the line's colour, titled only for the `first` line. An
+// error when no line has a point: an empty figure says nothing.
 void reach_blocks(const Runs& r, const Options& o, std::ostringstream& data, std::ostringstream& script,
-                  const std::function<void(const Reach&, std::ostringstream&)>& point,
-                  const std::function<void(const std::string& index, const std::string& colour, bool first,
+                  const std::function<void(const Reach&, bool starts_line, std::ostringstream&)>& point,
+                  const std::function<void(const std::string& index, const LineColour& colour, bool first,
                                            std::vector<std::string>& plots)>& add) {
   const std::vector<Reach> reach = reach_of(r, o);
   const std::vector<ReachLine> lines = reach_lines(reach, o.by);
@@ -282,12 +285,12 @@ void reach_blocks(const Runs& r, const Options& o, std::ostringstream& data, std
   int block = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::ostringstream points;
-    for (const Reach* rc : lines[i].points) point(*rc, points);
+    for (std::size_t k = 0; k < lines[i].points.size(); ++k) point(*lines[i].points[k], k == 0, points);
     if (points.str().empty()) continue;  // no group of this line reached the target
     data << points.str() << "\n\n";
     const std::string index = "datafile index " + std::to_string(block) + " ";
-    const std::string colour = lines.size() == 1 ? "" : " lc " + std::to_string(i + 1);
-    plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour + " title " +
+    const LineColour colour{lines.size() == 1 ? 0 : i + 1};
+    plots.push_back(index + "using 1:2 with linespoints lw 2 pt 7" + colour.of_line() + " title " +
                     gnuplot_quoted(lines[i].name.empty() ? "best trial" : lines[i].name) + " noenhanced");
     add(index, colour, block == 0, plots);
     ++block;
@@ -309,8 +312,8 @@ void reach_blocks(const Runs& r, const Options& o, std::ostringstream& data, std
 void plot_steps(const Runs& r, const Options& o, std::ostringstream& data, std::ostringstream& script) {
   require_batch_key(o);
   double x0 = std::nan(""), s0 = std::nan(""), px = std::nan(""), ps = std::nan("");
-  const auto point = [&](const Reach& rc, std::ostringstream& out) {
-    if (out.str().empty()) x0 = s0 = px = ps = std::nan("");  // a new line
+  const auto point = [&](const Reach& rc, bool starts_line, std::ostringstream& out) {
+    if (starts_line) x0 = s0 = px = ps = std::nan("");
     if (std::isnan(rc.best)) return;
     const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
     if (std::isnan(x0)) x0 = x, s0 = rc.best;
@@ -320,13 +323,11 @@ void plot_steps(const Runs& r, const Options& o, std::ostringstream& data, std::
     px = x;
     ps = rc.best;
   };
-  const auto add = [](const std::string& index, const std::string& colour, bool first,
-                      std::vector<std::string>& plots) {
-    plots.push_back(index + "using 1:3 with lines dt 2 lw 2" + colour +
+  const auto add = [](const std::string& index, const LineColour& colour, bool first, std::vector<std::string>& plots) {
+    plots.push_back(index + "using 1:3 with lines dt 2 lw 2" + colour.of_line() +
                     (first ? " title 'perfect scaling'" : " notitle"));
-    // The regimes' labels in the line's colour: " lc N" is " tc lt N" for text.
-    plots.push_back(index + "using 1:2:4 with labels noenhanced offset 0,1.2 font ',9'" +
-                    (colour.empty() ? "" : " tc lt" + colour.substr(3)) + " notitle");
+    plots.push_back(index + "using 1:2:4 with labels noenhanced offset 0,1.2 font ',9'" + colour.of_text() +
+                    " notitle");
   };
   script << "set ylabel " << gnuplot_quoted("steps to " + o.series + " " + num(o.target) + " (steps)")
          << " noenhanced\nset title " << plot_title("steps to result", o) << "\n";
@@ -338,18 +339,18 @@ void plot_steps(const Runs& r, const Options& o, std::ostringstream& data, std::
 void plot_best_lr(const Runs& r, const Options& o, std::ostringstream& data, std::ostringstream& script) {
   require_batch_key(o);
   double x0 = std::nan(""), l0 = std::nan("");
-  const auto point = [&](const Reach& rc, std::ostringstream& out) {
-    if (out.str().empty()) x0 = l0 = std::nan("");  // a new line
+  const auto point = [&](const Reach& rc, bool starts_line, std::ostringstream& out) {
+    if (starts_line) x0 = l0 = std::nan("");
     if (std::isnan(rc.best_lr)) return;
     const double x = std::strtod(rc.key_values[0].c_str(), nullptr);
     if (std::isnan(x0)) x0 = x, l0 = rc.best_lr;
     out << format_number(x) << " " << format_number(rc.best_lr) << " " << format_number(l0 * x / x0) << " "
         << format_number(l0 * std::sqrt(x / x0)) << "\n";
   };
-  const auto add = [](const std::string& index, const std::string& colour, bool first,
-                      std::vector<std::string>& plots) {
-    plots.push_back(index + "using 1:3 with lines dt 2 lw 2" + colour + (first ? " title 'linear rule'" : " notitle"));
-    plots.push_back(index + "using 1:4 with lines dt 3 lw 2" + colour +
+  const auto add = [](const std::string& index, const LineColour& colour, bool first, std::vector<std::string>& plots) {
+    plots.push_back(index + "using 1:3 with lines dt 2 lw 2" + colour.of_line() +
+                    (first ? " title 'linear rule'" : " notitle"));
+    plots.push_back(index + "using 1:4 with lines dt 3 lw 2" + colour.of_line() +
                     (first ? " title 'square-root rule'" : " notitle"));
   };
   script << "set ylabel 'learning rate of the best trial' noenhanced\nset title " << plot_title("best learning rate", o)
