@@ -194,20 +194,18 @@ std::optional<std::int64_t> StudyJob::cost_left(std::size_t i) const {
 // otherwise the static schedule uses every process (overlapping sets of ranks
 // over time).
 void StudyJob::make_schedule() {
-  std::vector<std::size_t> todo;
-  std::vector<double> costs;
   for (std::size_t i = 0; i < plan_.size(); ++i) {
     const int p = procs_for_run(plan_[i].config, options_.procs_per_run, planned_processes());
     if (!to_run(i)) continue;
-    todo.push_back(i);
-    costs.push_back(double(plan_[i].cost));
+    todo_.push_back(i);
+    costs_.push_back(double(plan_[i].cost));
     procs_.push_back(p);
   }
   dynamic_ = options_.placement == "dynamic" && (procs_.empty() || sizes_nest(procs_, planned_processes()));
   const int world = planned_processes();
-  schedule_ = dynamic_ ? schedule_nested(costs, procs_, world) : schedule_runs(costs, procs_, world);
+  schedule_ = dynamic_ ? schedule_nested(costs_, procs_, world) : schedule_runs(costs_, procs_, world);
   for (auto& pl : schedule_) {
-    pl.run = todo[pl.run];
+    pl.run = todo_[pl.run];
     makespan_ = std::max(makespan_, pl.end);
     ids_.push_back(plan_[pl.run].id);
     total_ += double(plan_[pl.run].cost);
@@ -222,17 +220,10 @@ void StudyJob::lane_schedule(DryRun& d) const {
   const int n = job_.runs_at_once;
   if (n < 2 || !dynamic_ || std::any_of(procs_.begin(), procs_.end(), [](int p) { return p != 1; })) return;
   const int world = planned_processes();
-  std::vector<std::size_t> todo;
-  std::vector<double> costs;
-  for (std::size_t i = 0; i < plan_.size(); ++i) {
-    if (!to_run(i)) continue;
-    todo.push_back(i);
-    costs.push_back(double(plan_[i].cost));
-  }
-  d.schedule = schedule_nested(costs, std::vector<int>(costs.size(), 1), world * n);
+  d.schedule = schedule_nested(costs_, std::vector<int>(costs_.size(), 1), world * n);
   d.lane.clear();
   for (Placement& pl : d.schedule) {
-    pl.run = todo[pl.run];
+    pl.run = todo_[pl.run];
     d.lane.push_back(pl.ranks.front() / world);
     pl.ranks = {pl.ranks.front() % world};
   }

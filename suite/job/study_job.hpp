@@ -147,6 +147,8 @@ class StudyJob {
   std::size_t complete_ = 0;
   double measured_rate_ = 0;  // mean samples/s of the complete runs, for the estimate
   std::vector<int> procs_;    // per run to do
+  std::vector<std::size_t> todo_;  // the runs to do: their places in plan_
+  std::vector<double> costs_;      // per run to do: its estimated cost
   bool dynamic_ = false;
   std::atomic<bool> stopped_{false};  // a run of this process stopped (stop.hpp)
   // What the runs a process trains at once share in it: the members below
