@@ -7,7 +7,9 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "dpstudy/error.hpp"
 
@@ -26,14 +28,26 @@ bool this_rank(const char* rank_variable) {
   return std::string(want) == "0";
 }
 
-int kill_signal() {
-  const char* name = std::getenv("DPSTUDY_TEST_KILL_SIGNAL");
-  if (!name || !*name) return SIGKILL;
-  const std::string n = name;
-  if (n == "TERM") return SIGTERM;
-  if (n == "INT") return SIGINT;
-  if (n == "USR1") return SIGUSR1;
-  throw Error("DPSTUDY_TEST_KILL_SIGNAL=" + n + ": expected TERM, INT or USR1");
+// The signals to raise in turn: SIGKILL alone when unset. Two, such as INT,INT,
+// are a second Ctrl-C arriving while the first stop is under way.
+std::vector<int> kill_signals() {
+  const char* names = std::getenv("DPSTUDY_TEST_KILL_SIGNAL");
+  if (!names || !*names) return {SIGKILL};
+  std::vector<int> signals;
+  std::stringstream list(names);
+  for (std::string n; std::getline(list, n, ',');) {
+    if (n == "TERM") {
+      signals.push_back(SIGTERM);
+    } else if (n == "INT") {
+      signals.push_back(SIGINT);
+    } else if (n == "USR1") {
+      signals.push_back(SIGUSR1);
+    } else {
+      throw Error(std::string("DPSTUDY_TEST_KILL_SIGNAL=") + names + ": expected TERM, INT or USR1, or several " +
+                  "separated by commas, not '" + n + "'");
+    }
+  }
+  return signals;
 }
 
 // Whether this pass through point `name` is the K-th, when `spec` (the value
@@ -56,12 +70,14 @@ void kill_point(const char* name) {
   if (!spec || !*spec) return;
   static const bool mine = this_rank("DPSTUDY_TEST_KILL_RANK");
   if (!mine || !reached(spec, "DPSTUDY_TEST_KILL_AT", name)) return;
-  const int signal = kill_signal();
-  std::fprintf(stderr, "DPSTUDY_TEST_KILL_AT: %s this process at %s\n", signal == SIGKILL ? "killing" : "signalling",
-               spec);
+  const std::vector<int> signals = kill_signals();
+  std::fprintf(stderr, "DPSTUDY_TEST_KILL_AT: %s this process at %s\n",
+               signals[0] == SIGKILL ? "killing" : "signalling", spec);
   std::fflush(nullptr);
-  if (signal == SIGKILL) ::kill(::getpid(), SIGKILL);
-  std::raise(signal);  // to this very thread: handled before raise returns
+  if (signals[0] == SIGKILL) ::kill(::getpid(), SIGKILL);
+  // To this very thread: each is handled before raise returns, so none merges
+  // into another still pending, as two sent from outside might.
+  for (const int signal : signals) std::raise(signal);
 }
 
 void fail_point(const char* name) {

@@ -3,7 +3,7 @@
 that nothing is corrupt, no finished run is redone, and the final index and
 every run's metrics equal, bit for bit, those of an uninterrupted study; stop it
 with SIGTERM, SIGINT or SIGUSR1 (a checkpoint at that step, exit 5) and resume
-it to the same bits; and a checkpoint written by an earlier dpstudy (without
+it to the same bits, also after a second SIGINT (which ends it at once); and a checkpoint written by an earlier dpstudy (without
 the keys added since) resumes. Runs trained at once in one process
 (--runs_at_once) give the bits of runs trained one by one, and stop and resume
 alike on a signal or an error in one of them.
@@ -116,6 +116,22 @@ class KillAndResume(TempFolderTest):
                 self.assertEqual(len(runs), 4, runs)
                 with h5py.File(os.path.join(out, "kill", "runs", ckpt.split(".")[0] + ".h5"), "r") as f:
                     self.assertEqual(f["summary"].attrs["peak_rss_mib"], 99999.0)  # the larger of the two parts
+
+    def test_a_second_sigint_ends_the_process_at_once_and_a_second_sigterm_does_not(self):
+        # Ctrl-C twice: the default action, no checkpoint at the stop; the run resumes
+        # from its last periodic one (step 20). Batch systems may send SIGTERM twice:
+        # still the clean stop, with its checkpoint at step 25.
+        for signals, status, resumed_at in (("INT,INT", -2, 20), ("TERM,TERM", 5, 25)):
+            with self.subTest(signals=signals):
+                out = os.path.join(self.tmp, "twice-" + signals.replace(",", "-"))
+                r = study(out, kill="step:25", signal=signals)
+                self.assertEqual(r.returncode, status, r.stdout + r.stderr)
+                self.assertEqual("stopped by SIG" in r.stdout, status == 5, r.stdout)
+                r = study(out)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(f"resuming from its checkpoint at step {resumed_at}", r.stdout)
+                runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(out, "kill"))
+                self.assertEqual(len(runs), 4, runs)
 
     def test_runs_trained_at_once_give_the_bits_of_runs_trained_one_by_one(self):
         # Three threads of one process take the four runs, each the next as it

@@ -3,8 +3,8 @@
 // in this process sends SIGKILL to itself, a real kill at a chosen moment
 // (mid-run, inside a checkpoint, a run file or the index). Unset, it does nothing.
 // DPSTUDY_TEST_KILL_SIGNAL=TERM, INT or USR1 sends that signal instead (a stop,
-// stop.hpp, at a chosen step); DPSTUDY_TEST_KILL_RANK=R, under MPI, limits it to
-// world rank R.
+// stop.hpp, at a chosen step), and a list such as INT,INT each in turn;
+// DPSTUDY_TEST_KILL_RANK=R, under MPI, limits it to world rank R.
 #pragma once
 
 namespace dpstudy {
