@@ -89,7 +89,10 @@ class AnalyzeInputs(AnalyzeTest):
                 (["curves", "--series", "accuracy"], "eval series 'accuracy' does not exist; series: "),
                 (["summary", "--format", "xml"], "--format: 'xml' is not one of: table, markdown, csv, json, latex"),
                 (["plot", "--kind", "bars", "--output", "x.png"],
-                 "--kind: 'bars' is not one of: summary, curves, reach, steps, best_lr, scaling")):
+                 "--kind: 'bars' is not one of: summary, curves, reach, steps, best_lr, scaling"),
+                # A .gp script names its output on a line of its own.
+                (["plot", "--kind", "summary", "--by", "overlap", "--output", os.path.join(self.tmp, "a\nb.gp")],
+                 "has a line break in its name, which a gnuplot script cannot hold")):
             out = self.analyze(args[0], self.main, *args[1:], status=2)
             self.assertIn(message, out)
         out = self.analyze("summary", self.batch, "--where", "batch_size=5", "--metric", "test_accuracy@step=3",
