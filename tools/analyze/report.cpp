@@ -223,11 +223,11 @@ Timed write_throughput(const ReportParts& p) {
   return t;
 }
 
-// The figures, each with its command.
 // Whether the report draws steps.png: with a --target and a first --by key that
 // scales the batch (Study B), as plot --kind steps needs.
 bool draws_steps(const Options& o) { return !std::isnan(o.target) && scales_the_batch(o.by[0]); }
 
+// The figures, each with its command.
 void write_figures(const ReportParts& p, const Timed& speed) {
   const Runs& r = p.r;
   const Options& o = p.o;
