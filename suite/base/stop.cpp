@@ -20,7 +20,7 @@ extern "C" void on_stop_signal(int signal) {
   // Ctrl-C twice: the user means it. Not so SIGTERM: it comes from batch
   // systems and launchers (which may pass on one of their own as well), and
   // their escalation is SIGKILL (Slurm's after KillWait).
-  if (signal == SIGINT && g_interrupts.fetch_add(1) + 1 > 1) {
+  if (signal == SIGINT && g_interrupts.fetch_add(1) > 0) {  // not the first
     std::signal(signal, SIG_DFL);
     std::raise(signal);  // delivered, with the default action, when the handler returns
     return;
