@@ -113,7 +113,7 @@ bool Trainer::record_unread(std::vector<UnreadStep>& rows, ProgressSink* progres
     last_event_.step = u.step;
     last_event_.total_steps = total;
     last_event_.epoch = int((u.step - 1) / steps_per_epoch_) + 1;
-    last_event_.epochs = c.epochs;
+    last_event_.epochs = int((total + steps_per_epoch_ - 1) / steps_per_epoch_);  // max_steps may cut the last
     last_event_.loss = loss;
     last_event_.lr = u.lr;
     last_event_.elapsed_s = u.time_s;
@@ -166,8 +166,9 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     unread.push_back({step_, lr, elapsed(), comm_s_, comm_bytes_});
     const bool epoch_end = step_ % steps_per_epoch_ == 0, growth_due = step_ == growth_next;
     if (growth_due) growth_next = growth_evaluation_after(step_, c.eval_growth);
-    const bool eval_due = epoch_end || growth_due || (c.eval_every > 0 && step_ % c.eval_every == 0) ||
-                          (c.eval_at_sync && averaged_world_);
+    // A step budget (max_steps) may end the run mid-epoch: it ends with an evaluation all the same.
+    const bool eval_due = epoch_end || step_ == total || growth_due ||
+                          (c.eval_every > 0 && step_ % c.eval_every == 0) || (c.eval_at_sync && averaged_world_);
     if (eval_due || std::int64_t(unread.size()) >= read_every_ || step_ == total) {
       if (!record_unread(unread, progress, eval_due)) break;
     }

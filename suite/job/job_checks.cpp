@@ -103,7 +103,7 @@ void load_data(Job& job) {
     check_global_batch(p.config, total, swept.empty() ? std::string() : "for " + axes_text(p.values, swept));
     // Not in a dry run: dpstudy-slurm plans on the submitting node with --device cpu.
     if (!g.dry_run) check_run(swept, p, [&] { check_precision(p.config.precision, job.device); });
-    p.cost = (n / global) * p.config.epochs * global;
+    p.cost = p.config.run_steps(n / global) * global;
     // A label-skewed assignment, or fewer medium blocks than owners, may leave
     // an owner without samples: found now, not when the run's turn comes (the
     // data decide, so only if they are here).

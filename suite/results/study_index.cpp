@@ -94,6 +94,7 @@ std::string unit_of(const std::string& key) {
                                                            {"steps_per_epoch", "step"},
                                                            {"batch_size", "samples"},
                                                            {"epochs", "epoch"},
+                                                           {"max_steps", "step"},
                                                            {"warmup_epochs", "epoch"},
                                                            {"sync_period", "step"},
                                                            {"group_sync_period", "step"},

@@ -88,6 +88,7 @@ void validate(const RunConfig& c) {
   }
   require(c.lr_base_batch >= 0, "lr_base_batch", std::to_string(c.lr_base_batch), "must be >= 0");
   require(c.epochs >= 1, "epochs", std::to_string(c.epochs), "must be at least 1");
+  require(c.max_steps >= 0, "max_steps", std::to_string(c.max_steps), "must be >= 0 (0 = no step budget)");
   require(c.warmup_epochs >= 0 && c.warmup_epochs <= c.epochs, "warmup_epochs", num(c.warmup_epochs),
           "must be in [0, epochs] (epochs " + std::to_string(c.epochs) + ")");
   for (std::size_t i = 0; i < c.lr_milestones.size(); ++i) {

@@ -38,6 +38,11 @@ double RunConfig::peak_lr() const {
   return base;
 }
 
+std::int64_t RunConfig::run_steps(std::int64_t steps_per_epoch) const {
+  const std::int64_t all = steps_per_epoch * epochs;
+  return max_steps > 0 ? std::min(all, max_steps) : all;
+}
+
 std::vector<std::pair<std::string, std::string>> RunConfig::inert_keys() const {
   const KeyValues values = key_values();
   return dpstudy::inert_keys([&](const std::string& key) -> std::optional<std::string> {
@@ -212,6 +217,7 @@ KeyValues RunConfig::key_values() const {
       {"lr_end_factor", lr_end_factor},
       {"lr_decay_steps", I(lr_decay_steps)},
       {"epochs", I(epochs)},
+      {"max_steps", I(max_steps)},
       {"sparsity", sparsity},
       {"pruning", to_string(pruning)},
       {"snip_batches", I(snip_batches)},
@@ -228,9 +234,9 @@ KeyValues RunConfig::key_values() const {
 }
 
 bool added_later_at_old_default(const std::string& key, const ConfigValue& value) {
-  static const std::map<std::string, std::string> later_keys = {{"test_every", "0"},   {"eval_at_sync", "0"},
-                                                                {"eval_growth", "0"},  {"dirichlet_alpha", "0"},
-                                                                {"precision", "fp32"}, {"memory_format", "contiguous"}};
+  static const std::map<std::string, std::string> later_keys = {
+      {"test_every", "0"}, {"eval_at_sync", "0"}, {"eval_growth", "0"},           {"dirichlet_alpha", "0"},
+      {"max_steps", "0"},  {"precision", "fp32"}, {"memory_format", "contiguous"}};
   const auto later = later_keys.find(key);
   return later != later_keys.end() && to_text(value) == later->second;
 }

@@ -159,6 +159,9 @@ RunOptions::RunOptions(const RunConfig& d) : draft_(d), description_("Run option
       ("weight_decay", with_default(&c.weight_decay, d.weight_decay), "L2 weight decay")
       ("batch_size", with_default(&c.batch_size, d.batch_size), "per-worker batch size b")
       ("epochs", with_default(&c.epochs, d.epochs), "epochs of floor(N / (W b)) steps")
+      ("max_steps", with_default(&c.max_steps, d.max_steps),
+       "step budget: end the run after this many steps, even mid-epoch, with the learning-rate schedule still laid "
+       "out over the epochs, so its steps are those of the longer run (0: none)")
       ("sparsity", with_default(&c.sparsity, d.sparsity),
        "fraction of the prunable weights removed at initialisation, [0, 1); the mask stays fixed")
       ("pruning", po::value(&pruning_)->default_value(to_string(d.pruning)), "snip or random")

@@ -207,7 +207,7 @@ class KillAndResume(TempFolderTest):
         self.assertNotIn("frame #", r.stderr)
 
     def test_a_checkpoint_of_an_earlier_dpstudy_is_resumed(self):
-        # Keys added since (eval_at_sync, test_every, eval_growth) at their old behaviour's
+        # Keys added since (eval_at_sync, test_every, eval_growth, max_steps) at their old behaviour's
         # value, and the series and attributes added since (eval/synced,
         # peak_rss_mib), are missing from a checkpoint an earlier dpstudy wrote:
         # the run resumes from it all the same.
@@ -221,7 +221,8 @@ class KillAndResume(TempFolderTest):
             text = text.decode() if isinstance(text, bytes) else text
             self.assertIn("eval_at_sync=0\n", text)
             self.assertIn("eval_growth=0\n", text)
-            for key in ("eval_at_sync", "test_every", "eval_growth"):
+            self.assertIn("max_steps=0\n", text)
+            for key in ("eval_at_sync", "test_every", "eval_growth", "max_steps"):
                 text = text.replace(key + "=0\n", "")
             f.attrs["config"] = text
             del f.attrs["text_crc32"]  # edited texts: their checksum goes (else: a damaged file)

@@ -1,5 +1,6 @@
-// When a run evaluates (test_every, eval_growth, eval_at_sync), and that an
-// evaluation shared among the workers is one pass over the test set.
+// When a run evaluates (test_every, eval_growth, eval_at_sync) and ends
+// (max_steps), and that an evaluation shared among the workers is one pass
+// over the test set.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -45,7 +46,7 @@ TEST(Training, EvalGrowthEvaluatesAtLogSpacedStepsAndChangesNoTrainingBit) {
   }
   EXPECT_EQ(grid, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 18, 22, 27, 33, 41, 51}));
   EXPECT_EQ(growth_evaluation_after(9, 0.25), 10);  // between two of them: the next
-  // 0.05 over Study B's longest run (20 epochs of 57,000 samples at batch 16):
+  // 0.05 over 20 epochs of 57,000 samples at batch 16 (Study B's longest run without its step budget):
   // each gap within 5 % of its step (or 1), in about 200 evaluations, not 1,425 of every 50.
   int points = 0;
   for (std::int64_t s = 1; s <= 71250; s = growth_evaluation_after(s, 0.05), ++points) {
@@ -65,19 +66,45 @@ TEST(Training, EvalGrowthEvaluatesAtLogSpacedStepsAndChangesNoTrainingBit) {
   EXPECT_EQ(grown.train.loss, plain.train.loss);
   EXPECT_EQ(grown.summary.final_test_accuracy, plain.summary.final_test_accuracy);
 
-  test::ScratchDir dir;
-  const std::string path = dir.str() + "/run.ckpt.h5";
-  {
-    Trainer t(c, tiny(), data(), comm);
-    t.run(nullptr, {path, 0, 20});  // checkpoints at 20 and 40
-  }
-  Trainer resumed(c, tiny(), data(), comm);
-  resumed.restore_checkpoint(path);
-  ASSERT_EQ(resumed.current_step(), 40);
-  const RunResult r = resumed.run();
+  const RunResult r = resumed_run(c, comm, 20, 40);  // checkpoints at 20 and 40
   EXPECT_EQ(r.eval.step, grown.eval.step);
   EXPECT_EQ(r.eval.test_accuracy, grown.eval.test_accuracy);
   EXPECT_EQ(r.train.loss, grown.train.loss);
+}
+
+// A step budget ends the run mid-epoch, evaluated at its last step. Its steps,
+// learning rates included, are the first steps of the run without the budget:
+// a budget only decides which runs end before a goal.
+TEST(Training, MaxStepsEndsTheRunWithTheStepsOfTheLongerRun) {
+  RunConfig c = base_config();
+  c.epochs = 2;
+  c.validation_fraction = 0.1;      // 27 steps an epoch
+  c.schedule = LrSchedule::cosine;  // laid out over the 54 steps of 2 epochs, budget or not
+  c.test_every = 1000;
+  InProcessCommunicator comm(1);
+  const RunResult whole = train_run(c, tiny(), data(), comm);
+  c.max_steps = 40;
+  const RunResult cut = train_run(c, tiny(), data(), comm);
+  const auto first = [](const std::vector<double>& v) { return std::vector<double>(v.begin(), v.begin() + 40); };
+  EXPECT_EQ(cut.summary.status, RunStatus::completed);
+  EXPECT_EQ(cut.summary.steps, 40);
+  EXPECT_EQ(cut.eval.step, (std::vector<std::int64_t>{27, 40}));
+  EXPECT_TRUE(std::isfinite(cut.eval.test_accuracy.back()));  // the test split at the last step
+  EXPECT_EQ(cut.train.loss, first(whole.train.loss));
+  EXPECT_EQ(cut.train.lr, first(whole.train.lr));
+  EXPECT_GT(cut.train.lr.back(), 0.05 * 0.1);  // a cosine laid out over 40 steps would end near 0
+
+  const RunResult r = resumed_run(c, comm, 30, 30);  // a checkpoint at 30
+  EXPECT_EQ(r.eval.step, cut.eval.step);
+  EXPECT_EQ(r.train.loss, cut.train.loss);
+  EXPECT_EQ(r.summary.final_test_accuracy, cut.summary.final_test_accuracy);
+
+  for (const std::int64_t budget : {54, 1000}) {  // at or beyond the end: the whole run
+    c.max_steps = budget;
+    const RunResult all = train_run(c, tiny(), data(), comm);
+    EXPECT_EQ(all.eval.step, whole.eval.step) << "max_steps " << budget;
+    EXPECT_EQ(all.train.loss, whole.train.loss) << "max_steps " << budget;
+  }
 }
 
 TEST(Training, EvaluationSharedAmongWorkersEqualsOneForwardPassOverTheTestSet) {

@@ -74,7 +74,11 @@ TEST(RunIds, KeysAddedLaterChangeNoIdAtTheirOldDefault) {
   now.emplace_back("eval_at_sync", std::int64_t(0));
   now.emplace_back("test_every", std::int64_t(0));
   now.emplace_back("eval_growth", 0.0);
+  now.emplace_back("max_steps", std::int64_t(0));
   EXPECT_EQ(run_id("mlp-mnist", now), run_id("mlp-mnist", before));
+  now.back().second = std::int64_t(10000);
+  EXPECT_NE(run_id("mlp-mnist", now), run_id("mlp-mnist", before));
+  now.pop_back();
   now.back().second = 0.05;
   EXPECT_NE(run_id("mlp-mnist", now), run_id("mlp-mnist", before));
   now.pop_back();

@@ -97,6 +97,21 @@ inline void expect_same_bits(const RunResult& a, const RunResult& b, const std::
   EXPECT_EQ(a.sparsity.overall, b.sparsity.overall) << what;
 }
 
+// The tiny MLP's run of `c`, checkpointed every `every` steps, then resumed
+// from its last checkpoint, which the test expects at step `from`.
+inline RunResult resumed_run(const RunConfig& c, Communicator& comm, std::int64_t every, std::int64_t from) {
+  ScratchDir dir;
+  const std::string path = dir.str() + "/run.ckpt.h5";
+  {
+    Trainer t(c, tiny(), data(), comm);
+    t.run(nullptr, {path, 0, every});
+  }
+  Trainer resumed(c, tiny(), data(), comm);
+  resumed.restore_checkpoint(path);
+  EXPECT_EQ(resumed.current_step(), from);
+  return resumed.run();
+}
+
 // Restores LibTorch's thread count when a test ends.
 struct ThreadsGuard {
   int saved = at::get_num_threads();

@@ -38,7 +38,7 @@ def study_round(args, rng, checker, work):
 # and then with one of the odd values below (which the executable must refuse
 # with a message, or train).
 RUN_OPTIONS = {
-    "batch_size": ["4", "8", "16"], "epochs": ["1", "2", "3"], "overlap": ["0", "0.3", "1"],
+    "batch_size": ["4", "8", "16"], "epochs": ["1", "2", "3"], "max_steps": ["0", "5", "17"], "overlap": ["0", "0.3", "1"],
     "overlap_mode": ["pool", "spread"], "granularity": ["fine", "medium", "coarse"], "block_size": ["8", "33"],
     "order": ["shuffled", "stored", "label"], "dirichlet_alpha": ["0", "0.5", "100"],
     "shard_owner": ["worker", "group"], "sync_period": ["1", "3", "never"], "local_sgd_from_epoch": ["0", "1"],
@@ -60,7 +60,7 @@ ODD_RUN_VALUES = {
     "weight_decay": ["0.5"], "sparsity": ["0.999", "1"], "snip_batches": ["0", "1000"], "lr": ["1e6", "0"],
     "batch_lr_ratio": ["160", "1e-9"], "warmup_epochs": ["10"], "lr_milestones": ["0", "2,1", "100"],
     "lr_decay_steps": ["100000"], "validation_fraction": ["0.99"], "test_every": ["1"], "eval_batch": ["1"],
-    "eval_growth": ["-0.5", "11", "nan"],
+    "eval_growth": ["-0.5", "11", "nan"], "max_steps": ["-1", "1", "100000"],
 }
 
 

@@ -105,7 +105,7 @@ class Trainer {
 
   // For tests and tools: the state between steps.
   std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
-  std::int64_t total_steps() const { return steps_per_epoch_ * config_.epochs; }
+  std::int64_t total_steps() const { return config_.run_steps(steps_per_epoch_); }
   Replica& replica(int local_worker) { return *replicas_[std::size_t(local_worker)]; }
   // The fixed pruning mask (undefined for a dense run).
   const at::Tensor& mask() const { return mask_; }

@@ -89,6 +89,8 @@ struct RunConfig {
   double lr_end_factor = 0.0;         // cosine / linear: final rate = factor * peak rate
   std::int64_t lr_decay_steps = 0;    // linear: steps from the end of warm-up to the end rate; 0 = to the end
   int epochs = 2;
+  std::int64_t max_steps = 0;  // step budget: the run ends there, even mid-epoch, the schedule still
+                               // laid out over `epochs`; 0 = none
   // Sparsity at initialisation (docs/engine.md)
   double sparsity = 0.0;             // fraction of prunable weights removed, [0, 1)
   Pruning pruning = Pruning::snip;
@@ -110,6 +112,8 @@ struct RunConfig {
   int shard_owners() const { return shard_owner == ShardOwner::group ? workers / group_size : workers; }
   // The peak learning rate after the scaling rule (docs/engine.md).
   double peak_lr() const;
+  // The steps the run trains: `epochs` epochs, cut at `max_steps`.
+  std::int64_t run_steps(std::int64_t steps_per_epoch) const;
   // Every parameter as (key, typed value), in a fixed order: printed at run
   // start, the basis of run ids, and the stored config. Periods are integers
   // (-1 = never), booleans 0/1, enums and lists their text.
