@@ -168,6 +168,13 @@ class AnalyzeStatistics(AnalyzeTest):
                          [("1", "5", "10"), ("1", "10", "6"), ("1", "20", "4"),
                           ("2", "5", "8"), ("2", "10", "4"), ("2", "20", "-")])
         self.assertEqual([r["perfect scaling (steps)"] for r in rows], ["10", "5", "2.5", "8", "4", "2"])
+        # The trials that missed: seed 2 at batch 20 trained all its steps; every other group reached.
+        trained = {}
+        for path in glob.glob(os.path.join(study, "runs", "*.h5")):
+            with h5py.File(path, "r") as f:
+                trained[(str(f["config"].attrs["seed"]), str(f["config"].attrs["batch_size"]))] = \
+                    len(f["train"]["time_s"])
+        self.assertEqual([r["missed after (steps)"] for r in rows], ["-"] * 5 + [str(trained[("2", "20")])])
         self.assertEqual([r["regime"] for r in rows][3:], ["-", "perfect scaling", "-"])
         out = self.analyze("steps-to-result", study, *args)
         self.assertIn("each combination of seed is a line of its own: its perfect scaling, regimes and critical batch "

@@ -110,6 +110,9 @@ struct Reach {
   double best_lr = std::nan("");  // the learning rate of the best trial
   // Measured: each reaching trial's wall clock when it finished that step (train time_s).
   double fastest_s = std::nan(""), median_s = std::nan("");
+  // The most steps a completed trial that missed the target trained: its epochs,
+  // or its max_steps. NaN where none missed.
+  double missed_after = std::nan("");
 };
 // A --target given, and within (0, 1] for an accuracy series; a UsageError otherwise.
 void check_target(const Options& o);

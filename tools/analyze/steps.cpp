@@ -128,7 +128,13 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o) {
     const std::vector<double> all_seconds = metric_values(r, completed, seconds_metric);
     std::vector<double> steps, seconds;
     for (std::size_t i = 0; i < completed.size(); ++i) {
-      if (std::isnan(all_steps[i])) continue;
+      if (std::isnan(all_steps[i])) {
+        const auto trained = completed[i]->numbers.find("steps");
+        if (trained != completed[i]->numbers.end() && !(trained->second <= rc.missed_after)) {
+          rc.missed_after = trained->second;
+        }
+        continue;
+      }
       steps.push_back(all_steps[i]);
       seconds.push_back(all_seconds[i]);
       if (std::isnan(rc.best) || all_steps[i] < rc.best) {
@@ -224,9 +230,10 @@ namespace {
 // A group's keys, counts, steps and times; with --throughput, its steps/s and the time they estimate.
 std::vector<std::string> reach_row(const Reach& rc, const Options& o, const Speed& speed) {
   std::vector<std::string> row = rc.key_values;
-  for (const std::string& cell : {std::to_string(rc.trials), std::to_string(rc.reached),
-                                  num(rc.trials ? double(rc.reached) / double(rc.trials) : std::nan("")),
-                                  num(rc.best, 8), num(rc.median, 8), num(rc.fastest_s), num(rc.median_s)}) {
+  for (const std::string& cell :
+       {std::to_string(rc.trials), std::to_string(rc.reached),
+        num(rc.trials ? double(rc.reached) / double(rc.trials) : std::nan("")), num(rc.best, 8), num(rc.median, 8),
+        num(rc.missed_after, 8), num(rc.fastest_s), num(rc.median_s)}) {
     row.push_back(cell);
   }
   if (!o.throughput.empty()) {
@@ -253,8 +260,8 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
   t.title = "steps to " + o.series + (o.series.find("loss") != std::string::npos ? " <= " : " >= ") + num(o.target) +
             " (first evaluated step; Shallue et al. 2018)";
   t.headers = o.by;
-  for (const char* h :
-       {"trials", "reached", "fraction", "best (steps)", "median (steps)", "fastest time (s)", "median time (s)"}) {
+  for (const char* h : {"trials", "reached", "fraction", "best (steps)", "median (steps)", "missed after (steps)",
+                        "fastest time (s)", "median time (s)"}) {
     t.headers.push_back(h);
   }
   // Perfect scaling and the regimes are about the global batch: against another key (overlap,
@@ -313,6 +320,10 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
     t.notes.push_back("best and median: of the trials that reached the target (fraction); compare --metric " +
                       o.series + "@reach=" + num(o.target, 10) +
                       " tests the groups with the log-rank test, which counts the others too");
+    // A budget (epochs, max_steps) shorter than a group needs hides trials that would reach it later.
+    t.notes.push_back(
+        "missed after: the most steps a completed trial that missed the target trained, its epochs or max_steps; a "
+        "best near it may be the budget's, not the batch size's");
   }
   t.notes.push_back(
       "time: measured, each reaching trial's wall clock when it finished that step (train time_s, the evaluations "
