@@ -21,12 +21,13 @@ void print_schedule(const DryRun& d, std::int64_t todo_cost) {
   const std::vector<PlannedRun>& plan = d.plan->runs;
   const bool uniform = std::all_of(d.procs.begin(), d.procs.end(), [&](int q) { return q == d.procs.front(); });
   const bool lanes = !d.lane.empty();
+  const int at_once = d.runs_at_once == 0 ? d.predicted_at_once : d.runs_at_once;  // the lanes of each process
   if (lanes) {
     std::printf(
         "# schedule: %zu runs on %d process(es), each training %d at once in lanes (--runs_at_once), taken "
         "in this order as lanes become free; rank, lane, start and end as the estimated costs predict, "
         "each run at its rate alone\n",
-        d.schedule.size(), d.processes, d.runs_at_once);
+        d.schedule.size(), d.processes, at_once);
   } else if (d.dynamic && uniform) {
     const int group_procs = d.procs.empty() ? 1 : d.procs.front();
     std::printf(
@@ -70,7 +71,7 @@ void print_schedule(const DryRun& d, std::int64_t todo_cost) {
               (long long)todo_cost, makespan, lanes ? "lane" : "process");
   if (d.complete > 0 && lanes) {  // each run's rate, N of them at once
     std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured, if %d at once keep it each\n",
-                makespan / d.measured_rate / 60.0, d.measured_rate, d.complete, d.runs_at_once);
+                makespan / d.measured_rate / 60.0, d.measured_rate, d.complete, at_once);
   } else if (d.complete > 0) {
     std::printf(", %.1f min at the %.0f samples/s its %zu complete runs measured\n", makespan / d.measured_rate / 60.0,
                 d.measured_rate, d.complete);
@@ -106,10 +107,17 @@ void print_dry_run(const DryRun& d) {
     if (d.gpus > 0) {
       // Process r of a node trains on cuda:(r mod G): its runs share that GPU with those of the others.
       const int per_gpu = (d.node_processes + d.gpus - 1) / d.gpus;
-      const std::string at_once =
-          d.runs_at_once == 0 ? "each process as many runs at once as fit, sized from a first run's peak memory "
-                                "(--runs_at_once auto)"
-                              : "up to " + std::to_string(per_gpu * d.runs_at_once) + " run(s) at once on each";
+      std::string at_once = "up to " + std::to_string(per_gpu * d.runs_at_once) + " run(s) at once on each";
+      if (d.runs_at_once == 0) {
+        at_once =
+            "each process as many runs at once as fit, sized from a first run's peak memory (--runs_at_once auto)";
+      }
+      if (d.predicted_at_once > 0) {  // auto, with a measured peak to size the lanes by now
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "; its complete runs peaked at up to %.0f MiB: %d run(s) at once each",
+                      d.complete_peak_gpu_mib, d.predicted_at_once);
+        at_once += buf;
+      }
       std::printf(
           "# GPUs: %d process(es) on this node's %d GPU(s): %s; --cuda_graphs %s: %zu of %zu runs graphed "
           "(docs/gpu.md)\n",

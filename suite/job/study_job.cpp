@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/config.hpp"
 #include "dpstudy/cuda_graphs.hpp"
+#include "dpstudy/device_memory.hpp"
 #include "dpstudy/error.hpp"
 #include "dpstudy/hdf5.hpp"
 #include "dpstudy/runtime_info.hpp"
@@ -106,7 +108,11 @@ void StudyJob::look() {
       state_[i] = std::int64_t(inspect_run_file(file, &why_[i]));
       if (state_[i] == std::int64_t(RunFileState::complete)) {
         const h5::File f = h5::File::open_read(file);
-        rate_sum += f.root().open_group("summary").get_double("samples_per_s");
+        const h5::Group summary = f.root().open_group("summary");
+        rate_sum += summary.get_double("samples_per_s");
+        // NaN on the CPU; older files lack it.
+        const double peak = summary.has_attr("peak_gpu_mib") ? summary.get_double("peak_gpu_mib") : std::nan("");
+        if (std::isfinite(peak) && !(peak <= complete_peak_gpu_mib_)) complete_peak_gpu_mib_ = peak;
         ++complete_;
         if (std::string differ = other_data(plan_[i], file, f); !differ.empty()) {
           on_other_files.push_back(std::move(differ));
@@ -216,8 +222,9 @@ void StudyJob::make_schedule() {
 // they become free, as train_lanes() does, so the runs are placed as on
 // processes x N processes of one run each. Schedule rank v is lane v / processes
 // of process v % processes: every process starts its first lane at once.
+// auto on a GPU: as many lanes as the complete runs' peak memory predicts.
 void StudyJob::lane_schedule(DryRun& d) const {
-  const int n = job_.runs_at_once;
+  const int n = job_.runs_at_once == 0 ? d.predicted_at_once : job_.runs_at_once;
   if (n < 2 || !dynamic_ || std::any_of(procs_.begin(), procs_.end(), [](int p) { return p != 1; })) return;
   const int world = planned_processes();
   d.schedule = schedule_nested(costs_, std::vector<int>(costs_.size(), 1), world * n);
@@ -250,6 +257,12 @@ DryRun StudyJob::dry_run() const {
   d.device = job_.device.str();
   d.node_processes = session_.local_size();
   d.gpus = job_.device.is_cuda() ? int(at::detail::getCUDAHooks().getNumGPUs()) : 0;
+  d.complete_peak_gpu_mib = complete_peak_gpu_mib_;
+  if (job_.runs_at_once == 0 && d.gpus > 0 && std::isfinite(complete_peak_gpu_mib_)) {
+    // As train_lanes() sizes them from its first run (lanes_after_probe), here from the largest complete one.
+    const int sharing = (d.node_processes + d.gpus - 1) / d.gpus;
+    d.predicted_at_once = runs_that_fit(device_memory_mib(job_.device), sharing, complete_peak_gpu_mib_);
+  }
   const CudaGraphs graphs = parse_cuda_graphs(options_.cuda_graphs);
   for (const auto& p : plan_) {
     const int run_procs = procs_for_run(p.config, options_.procs_per_run, planned_processes());

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -146,6 +147,7 @@ class StudyJob {
   std::vector<std::int64_t> planned_stamp_;  // stamp() of each run file then
   std::size_t complete_ = 0;
   double measured_rate_ = 0;  // mean samples/s of the complete runs, for the estimate
+  double complete_peak_gpu_mib_ = std::nan("");  // the most any complete run peaked at, for --dry_run
   std::vector<int> procs_;    // per run to do
   std::vector<std::size_t> todo_;  // the runs to do: their places in plan_
   std::vector<double> costs_;      // per run to do: its estimated cost

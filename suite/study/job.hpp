@@ -18,6 +18,7 @@
 // Private to the library; this header stays free of LibTorch's.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -151,6 +152,10 @@ struct DryRun {
   int node_processes = 1, gpus = 0;     // this node's processes and GPUs (on a GPU: the packing)
   std::size_t graphed = 0;              // runs whose steps --cuda_graphs captures
   int runs_at_once = 1;                 // per process (--runs_at_once; 0: auto on a GPU)
+  // auto on a GPU: the most GPU memory a complete run of the study peaked at (NaN:
+  // none), and the runs at once per process it predicts (0: unknown until a run has).
+  double complete_peak_gpu_mib = std::nan("");
+  int predicted_at_once = 0;
   std::vector<std::string> data_notes;  // datasets not here, costs assumed
   std::set<std::string> resumable;      // run ids with checkpoints
   std::vector<int> procs;               // per run to do

@@ -8,7 +8,8 @@ run stepped eagerly:
   again, and a warm-up stepped eagerly;
 - 1 and 2 processes sharing the GPU (each process training runs of its own),
   and runs trained at once in threads of one process (--runs_at_once), graphed
-  and eager, on streams of their own, with TF32 runs waiting their turn;
+  and eager, on streams of their own, with TF32 runs waiting their turn; a dry
+  run sizes auto's lanes from the complete runs' peak memory;
 - a graphed run killed and resumed from its checkpoint in the middle;
 - --reproduce of a graphed run, graphed and eager;
 - --cuda_graphs on is refused, with the reason, for a run spread over 2 processes;
@@ -20,6 +21,7 @@ usage: test_gpu_graphs.py MLP_EXE RESNET_EXE DPSTUDY_DATA [MPIEXEC]
 """
 import glob
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -116,6 +118,18 @@ class Graphs(TempFolderTest):
                 if at_once == "auto":
                     self.assertRegex(r.stdout, r"# --runs_at_once auto: a first run peaked at [0-9]+ MiB of the "
                                      r"GPU's [0-9]+ MiB, shared by 1 process\(es\): [0-9]+ run\(s\) at once")
+                    # The dry run sizes auto's lanes from the complete runs' peaks: here the 6
+                    # left of 8 (a run's few MiB fit many times), for the 2 run files taken away.
+                    for path in sorted(glob.glob(os.path.join(packed, "runs", "*.h5")))[:2]:
+                        os.remove(path)
+                    _, dry = self.study(MLP, f"packed-{graphs}-{at_once}", graphs, *args, "--runs_at_once", at_once,
+                                        "--dry_run")
+                    lanes = re.search(r"\(--runs_at_once auto\); its complete runs peaked at up to [0-9]+ MiB: "
+                                      r"([0-9]+) run\(s\) at once each;", dry.stdout)
+                    self.assertIsNotNone(lanes, dry.stdout)
+                    self.assertGreater(int(lanes.group(1)), 1, dry.stdout)
+                    self.assertIn(f"# schedule: 2 runs on 1 process(es), each training {lanes.group(1)} at once in "
+                                  "lanes (--runs_at_once)", dry.stdout)
         # ResNet-20 (cuDNN, batch norm) and precisions: a tf32 run never beside an fp32 one.
         rargs = ["--depth", "8", "--workers", "2", "--batch_size", "16", "--epochs", "1", "--precision", "fp32,tf32,bf16"]
         alone, _ = self.study(RESNET, "resnet-alone", "off", *rargs)
