@@ -54,6 +54,7 @@ void load_data(Job& job) {
     job.data_notes.push_back("# warning: DPSTUDY_DATA_DIR=" + std::string(env) + " " + why +
                              " here; datasets were looked for in the other folders (docs/datasets.md)");
   }
+  std::size_t budgeted = 0, cut = 0;  // runs with a max_steps; those it ends before their last epoch
   for (auto& p : job.plan.runs) {
     const std::string& ds = p.config.dataset;
     if (!train_size.count(ds)) {
@@ -104,12 +105,22 @@ void load_data(Job& job) {
     // Not in a dry run: dpstudy-slurm plans on the submitting node with --device cpu.
     if (!g.dry_run) check_run(swept, p, [&] { check_precision(p.config.precision, job.device); });
     p.cost = p.config.run_steps(n / global) * global;
+    budgeted += p.config.max_steps > 0;
+    cut += p.config.run_steps(n / global) < (n / global) * p.config.epochs;
     // A label-skewed assignment, or fewer medium blocks than owners, may leave
     // an owner without samples: found now, not when the run's turn comes (the
     // data decide, so only if they are here).
     if ((p.config.dirichlet_alpha > 0 || p.config.granularity == Granularity::medium) && job.data.count(ds)) {
       check_run(swept, p, [&] { (void)split_data(p.config, job.data[ds].train_y); });
     }
+  }
+  // A budget that ends no run changes nothing: said, as is how many it does end.
+  const std::string of = std::to_string(budgeted) + " run(s) that have one";
+  if (budgeted > 0 && cut == 0) {
+    job.data_notes.push_back("# max_steps: ends none of the " + of + ": their epochs end first, so it changes nothing");
+  } else if (budgeted > 0) {
+    job.data_notes.push_back("# max_steps: ends " + std::to_string(cut) + " of the " + of + " before their last epoch" +
+                             (cut < budgeted ? "; the others' epochs end first" : ""));
   }
 }
 
