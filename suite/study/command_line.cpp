@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "dpstudy/build_info.hpp"
 #include "dpstudy/error.hpp"
@@ -147,6 +148,49 @@ void set_axes(Request& r, RawValues& values, const Workload& workload) {
   r.rules = parse_exclude(exclude, rule_keys);
 }
 
+// --help_markdown: each group of options as a table of option, default and
+// meaning, for docs/options.md (tools/options-doc). Boost 1.74 gives no
+// group's caption but as the first line of its printed help.
+void print_help_markdown(const std::string& title, const Sections& groups) {
+  const auto one_line = [](const std::string& text) {
+    std::string out;
+    for (char ch : text) {
+      if (std::isspace(static_cast<unsigned char>(ch))) {
+        if (!out.empty() && out.back() != ' ') out += ' ';
+      } else {
+        // A bar ends a cell; <run id> would be read as HTML.
+        out += ch == '|' ? "\\|" : ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : std::string(1, ch);
+      }
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+  };
+  std::cout << "# " << title << "\n";
+  for (const po::options_description* g : groups) {
+    std::ostringstream printed;
+    printed << *g;
+    std::string caption = printed.str().substr(0, printed.str().find('\n'));
+    if (!caption.empty() && caption.back() == ':') caption.pop_back();
+    std::cout << "\n## " << caption << "\n\n| option | default | meaning |\n| --- | --- | --- |\n";
+    for (const auto& opt : g->options()) {
+      const std::string parameter = opt->format_parameter();  // "arg (=0)", or "" for a flag
+      const std::size_t at = parameter.find("(=");
+      const std::string fallback =
+          at == std::string::npos ? "" : parameter.substr(at + 2, parameter.size() - at - 3);  // less ")"
+      std::cout << "| `--" << opt->long_name() << "` | " << (fallback.empty() ? "" : "`" + fallback + "`") << " | "
+                << one_line(opt->description()) << " |\n";
+    }
+  }
+}
+
+// --help, or --help_markdown.
+void print_help(const std::string& prog, const std::string& summary, const Sections& groups, bool markdown) {
+  if (markdown) return print_help_markdown(prog + ": " + summary, groups);
+  po::options_description all(prog + " [--key value]...: " + summary);
+  for (const po::options_description* g : groups) all.add(*g);
+  std::cout << all << "\nDefinitions and formulas: docs/engine.md; studies: docs/studies.md\n";
+}
+
 // --version: the build, its commit and what is built in.
 void print_version(const std::string& prog) {
   const BuildInfo b = build_info();
@@ -197,11 +241,9 @@ std::optional<Request> read_request(int argc, char** argv, const Workload& workl
     print_version(prog);
     return std::nullopt;
   }
-  if (vm.count("help")) {
-    if (!print) return std::nullopt;
-    po::options_description all(prog + " [--key value]...: " + workload.summary);
-    all.add(d.general).add(d.study).add(d.search).add(d.speed).add(run_help.description()).add(model_help);
-    std::cout << all << "\nDefinitions and formulas: docs/engine.md; studies: docs/studies.md\n";
+  if (vm.count("help") || vm.count("help_markdown")) {
+    const Sections groups{&d.general, &d.study, &d.search, &d.speed, &run_help.description(), &model_help};
+    if (print) print_help(prog, workload.summary, groups, vm.count("help_markdown") > 0);
     return std::nullopt;
   }
   po::notify(vm);

@@ -18,25 +18,27 @@ namespace dpstudy {
 
 void describe_job_options(JobDescriptions& d, JobOptions& g) {
   d.general.add_options()("help,h", "show this help")(
+      "help_markdown", "print this help as Markdown tables, one per group of options (docs/options.md)")(
       "version", "print the version and the features of this build (MPI, CUDA), then exit")(
       "data_dir", po::value(&g.data_dir), "look here first for datasets (see docs/datasets.md)")(
       "verify_data", po::bool_switch(&g.verify_data),
       "train only on the official dataset files: each file's size and SHA-256 checked against the built-in "
       "manifest (datasets/manifest.tsv; the size alone where it records no SHA-256 yet) when it is loaded")(
       "threads", po::value(&g.threads)->default_value(0),
-      "threads per process (0: the cores it may run on; under mpirun the node's cores shared among its "
-      "processes, at most the cores a process is bound to). The bits depend on it only where a process has "
-      "fewer workers than threads (--parallel, docs/engine.md)")(
+      "threads per process. 0: the cores it may run on; under mpirun, the node's cores shared among its "
+      "processes, at most the cores a process is bound to. The bits depend on it only where a process has "
+      "fewer workers than threads: see --parallel and docs/engine.md")(
       "parallel", po::value(&g.parallel)->default_value("auto"),
-      "how a process uses its threads: workers (its workers side by side, one thread each: the bits do not "
-      "depend on --threads), operations (one worker at a time, each operation on all threads), auto (workers "
-      "when the process has at least as many workers as threads). On a GPU: workers (each on a CUDA stream of "
-      "its own), operations (one stream), auto (workers with 2 or more); the same bits (docs/engine.md, docs/gpu.md)")(
+      "how a process uses its threads: workers, operations or auto. With workers, its workers run side by "
+      "side, one thread each, so the bits do not depend on --threads. With operations, one worker runs at a "
+      "time, each operation on all threads. Auto is workers when the process has at least as many workers as "
+      "threads. On a GPU, workers puts each on a CUDA stream of its own, operations all on one, and auto is "
+      "workers with 2 or more; the bits are the same. See docs/engine.md and docs/gpu.md")(
       "cuda_graphs", po::value(&g.cuda_graphs)->default_value("off"),
-      "whole-step CUDA graphs on a GPU: on (refused, with the reason, for a run that cannot be graphed), "
-      "auto (where a run qualifies), off. The same bits either way; recorded in provenance (docs/gpu.md)")(
-      "device", po::value(&g.device)->default_value("auto"),
-      "auto (a GPU when there is one, each MPI process the GPU of its local rank), cpu or cuda")(
+      "whole-step CUDA graphs on a GPU: on, auto or off. On refuses a run that cannot be graphed, with the "
+      "reason; auto graphs the runs that qualify. The same bits either way; recorded in provenance "
+      "(docs/gpu.md)")("device", po::value(&g.device)->default_value("auto"),
+                       "auto (a GPU when there is one, each MPI process the GPU of its local rank), cpu or cuda")(
       "deterministic", po::value(&g.deterministic)->default_value(true),
       "deterministic algorithms (ATen, cuDNN); recorded in provenance")("quiet", po::bool_switch(&g.quiet),
                                                                         "print only results and errors")(
@@ -70,13 +72,14 @@ void describe_job_options(JobDescriptions& d, JobOptions& g) {
       "several jobs on one study: seconds after which a claim on a run that its job stopped refreshing is "
       "stale and the run is taken over (docs/mpi.md)")(
       "runs_at_once", po::value(&g.runs_at_once)->default_value("1"),
-      "runs each process trains at once, each in a thread of its own, every run on one process: N, or auto "
-      "(on the CPU one per thread, each run on one thread; on a GPU as many as fit in its memory, from the "
-      "first run's peak). Each run's bits are those it has alone (docs/studies.md#runs-at-once)")(
+      "runs each process trains at once, each in a thread of its own and every run on one process: N, or "
+      "auto. On the CPU, auto is one per thread, each run on one thread. On a GPU, it is as many as fit in "
+      "its memory, sized from the first run's peak. Each run's bits are those it has alone "
+      "(docs/studies.md#runs-at-once)")(
       "placement", po::value(&g.placement)->default_value("dynamic"),
-      "under mpirun: dynamic (groups of processes take the next run as they become free) or static (placed "
-      "in advance from estimated costs); runs of several sizes: groups of the largest split as its runs "
-      "run out (docs/mpi.md)");
+      "under mpirun: dynamic or static. With dynamic, groups of processes take the next run as they become "
+      "free; with runs of several sizes, groups of the largest split as its runs run out. Static places "
+      "them in advance from estimated costs (docs/mpi.md)");
   d.speed.add_options()("mode", po::value(&g.mode)->default_value("train"),
                         "train: run the study; throughput: time training steps per sweep point with Google Benchmark")(
       "warmup_steps", po::value(&g.warmup_steps)->default_value(0),
