@@ -45,6 +45,10 @@ double device_memory_mib(const c10::Device& device) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+int processes_per_gpu(int node_processes, int gpus) {
+  return std::max(1, (node_processes + std::max(1, gpus) - 1) / std::max(1, gpus));
+}
+
 int runs_that_fit(double device_mib, int processes, double peak_mib) {
   if (!(device_mib > 0) || !(peak_mib > 0) || processes < 1) return 1;
   const double mine = kSafeFraction * device_mib / processes - kContextMib;

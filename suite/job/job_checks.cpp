@@ -104,9 +104,10 @@ void load_data(Job& job) {
     check_global_batch(p.config, total, swept.empty() ? std::string() : "for " + axes_text(p.values, swept));
     // Not in a dry run: dpstudy-slurm plans on the submitting node with --device cpu.
     if (!g.dry_run) check_run(swept, p, [&] { check_precision(p.config.precision, job.device); });
-    p.cost = p.config.run_steps(n / global) * global;
+    const std::int64_t steps_per_epoch = n / global;
+    p.cost = p.config.run_steps(steps_per_epoch) * global;
     budgeted += p.config.max_steps > 0;
-    cut += p.config.run_steps(n / global) < (n / global) * p.config.epochs;
+    cut += p.config.run_steps(steps_per_epoch) < steps_per_epoch * p.config.epochs;
     // A label-skewed assignment, or fewer medium blocks than owners, may leave
     // an owner without samples: found now, not when the run's turn comes (the
     // data decide, so only if they are here).

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "dpstudy/device_memory.hpp"
 #include "dpstudy/results.hpp"
 #include "job.hpp"
 
@@ -106,12 +107,11 @@ void print_dry_run(const DryRun& d) {
         d.threads, guess, d.device.c_str(), g.parallel.c_str(), d.side_by_side, plan.size() - d.side_by_side);
     if (d.gpus > 0) {
       // Process r of a node trains on cuda:(r mod G): its runs share that GPU with those of the others.
-      const int per_gpu = (d.node_processes + d.gpus - 1) / d.gpus;
-      std::string at_once = "up to " + std::to_string(per_gpu * d.runs_at_once) + " run(s) at once on each";
-      if (d.runs_at_once == 0) {
-        at_once =
-            "each process as many runs at once as fit, sized from a first run's peak memory (--runs_at_once auto)";
-      }
+      const int per_gpu = processes_per_gpu(d.node_processes, d.gpus);
+      std::string at_once = d.runs_at_once == 0
+                                ? "each process as many runs at once as fit, sized from a first run's peak memory "
+                                  "(--runs_at_once auto)"
+                                : "up to " + std::to_string(per_gpu * d.runs_at_once) + " run(s) at once on each";
       if (d.predicted_at_once > 0) {  // auto, with a measured peak to size the lanes by now
         char buf[200];
         std::snprintf(buf, sizeof buf, "; its complete runs peaked at up to %.0f MiB: %d run(s) at once each",

@@ -260,8 +260,8 @@ DryRun StudyJob::dry_run() const {
   d.complete_peak_gpu_mib = complete_peak_gpu_mib_;
   if (job_.runs_at_once == 0 && d.gpus > 0 && std::isfinite(complete_peak_gpu_mib_)) {
     // As train_lanes() sizes them from its first run (lanes_after_probe), here from the largest complete one.
-    const int sharing = (d.node_processes + d.gpus - 1) / d.gpus;
-    d.predicted_at_once = runs_that_fit(device_memory_mib(job_.device), sharing, complete_peak_gpu_mib_);
+    d.predicted_at_once = runs_that_fit(device_memory_mib(job_.device), processes_per_gpu(d.node_processes, d.gpus),
+                                        complete_peak_gpu_mib_);
   }
   const CudaGraphs graphs = parse_cuda_graphs(options_.cuda_graphs);
   for (const auto& p : plan_) {

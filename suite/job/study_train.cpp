@@ -218,8 +218,7 @@ bool StudyJob::fewer_at_once(std::size_t run) {
 }
 
 int StudyJob::lanes_after_probe() {
-  const int gpus = std::max(1, int(at::detail::getCUDAHooks().getNumGPUs()));
-  const int sharing = std::max(1, (session_.local_size() + gpus - 1) / gpus);  // processes on this GPU
+  const int sharing = processes_per_gpu(session_.local_size(), int(at::detail::getCUDAHooks().getNumGPUs()));
   const double device_mib = device_memory_mib(job_.device);
   const int n = runs_that_fit(device_mib, sharing, last_peak_gpu_mib_);
   char buf[300];

@@ -118,8 +118,8 @@ class Graphs(TempFolderTest):
                 if at_once == "auto":
                     self.assertRegex(r.stdout, r"# --runs_at_once auto: a first run peaked at [0-9]+ MiB of the "
                                      r"GPU's [0-9]+ MiB, shared by 1 process\(es\): [0-9]+ run\(s\) at once")
-                    # The dry run sizes auto's lanes from the complete runs' peaks: here the 6
-                    # left of 8 (a run's few MiB fit many times), for the 2 run files taken away.
+                    # The dry run sizes auto's lanes from the complete runs' peaks (a run's few MiB
+                    # fit many times): from the 6 left complete, for the 2 whose files are taken away.
                     for path in sorted(glob.glob(os.path.join(packed, "runs", "*.h5")))[:2]:
                         os.remove(path)
                     _, dry = self.study(MLP, f"packed-{graphs}-{at_once}", graphs, *args, "--runs_at_once", at_once,

@@ -32,6 +32,15 @@ TEST(RunsAtOnce, AsManyAsFitInTheGpusMemory) {
   EXPECT_EQ(runs_that_fit(h200, 0, 2000), 1);
 }
 
+// Process r of a node trains on cuda:(r mod G): the most processes one GPU gets.
+TEST(RunsAtOnce, ProcessesPerGpuRoundUp) {
+  EXPECT_EQ(processes_per_gpu(8, 1), 8);
+  EXPECT_EQ(processes_per_gpu(8, 4), 2);
+  EXPECT_EQ(processes_per_gpu(5, 4), 2);  // cuda:0 has ranks 0 and 4
+  EXPECT_EQ(processes_per_gpu(2, 4), 1);  // more GPUs than processes
+  EXPECT_EQ(processes_per_gpu(3, 0), 3);  // no GPU counted: as one
+}
+
 // Which runs qualify for whole-step CUDA graphs, and why the others do not.
 // A CUDA device here is only a name: nothing runs on it.
 TEST(CudaGraphs, WhichRunsQualifyAndWhyTheOthersDoNot) {

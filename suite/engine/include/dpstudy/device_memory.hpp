@@ -16,6 +16,10 @@ double peak_device_memory_mib(const c10::Device& device);
 // The device's whole memory, MiB; NaN where unknown (the CPU).
 double device_memory_mib(const c10::Device& device);
 
+// The processes of a node that share one GPU, process r training on
+// cuda:(r mod gpus): the most any GPU gets, at least 1.
+int processes_per_gpu(int node_processes, int gpus);
+
 // --runs_at_once auto on a GPU: how many runs of `peak_mib` each fit at once
 // in a process that shares a GPU of `device_mib` with `processes` - 1 others.
 // Each process keeps kContextMib for its CUDA context and cuBLAS workspaces,
