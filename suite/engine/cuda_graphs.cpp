@@ -42,11 +42,6 @@ std::string why_not_graphed(const RunConfig& c, const c10::Device& device, int p
     return "the run's " + std::to_string(processes) +
            " processes average through MPI on the host, which a graph cannot hold (one process per run can)";
   }
-  if (c.schedule == LrSchedule::cosine || c.schedule == LrSchedule::linear) {
-    return "the learning rate changes at every step (schedule " +
-           std::string(c.schedule == LrSchedule::cosine ? "cosine" : "linear") +
-           "), and a graph holds the rate it was captured with";
-  }
   if (c.precision == Precision::bf16 && !kAutocastCacheSwitch) {
     return "bf16 needs LibTorch 2 or later here: autocast's cache must be off while a step is captured";
   }

@@ -32,6 +32,15 @@ at::Tensor flatten_into_one(std::vector<at::Tensor> tensors, const at::TensorOpt
   return flat;
 }
 
+// p -= lr * x: the rate a number, or a tensor read when the kernel runs.
+void descend(at::Tensor& p, const at::Tensor& x, double lr, const at::Tensor& rate) {
+  if (rate.defined()) {
+    p.addcmul_(x, rate, -1);
+  } else {
+    p.add_(x, -lr);
+  }
+}
+
 }  // namespace
 
 Replica::Replica(std::shared_ptr<Model> model, MemoryFormat format)
@@ -122,22 +131,22 @@ void check_memory_format(MemoryFormat format, Model& model) {
                     "needs a model with convolutions (4-D weights), and this one has none: use contiguous");
 }
 
-void sgd_step(Replica& r, const SgdSettings& s, double lr) {
+void sgd_step(Replica& r, const SgdSettings& s, double lr, const at::Tensor& rate) {
   at::NoGradGuard no_grad;
   at::Tensor& p = r.params();
   at::Tensor& g = r.grads();
   if (s.weight_decay != 0) g.add_(p, s.weight_decay);
   if (s.kind == OptimizerKind::sgd || s.momentum == 0) {
-    p.add_(g, -lr);
+    descend(p, g, lr, rate);
     return;
   }
   at::Tensor& buf = r.momentum();
   buf.mul_(s.momentum).add_(g);
   if (s.kind == OptimizerKind::nesterov) {
     g.add_(buf, s.momentum);
-    p.add_(g, -lr);
+    descend(p, g, lr, rate);
   } else {
-    p.add_(buf, -lr);
+    descend(p, buf, lr, rate);
   }
 }
 

@@ -85,11 +85,13 @@ void Trainer::advance() {
     batch_idx_[w].send();
     if (!augmenters_.empty()) augmenters_[w].draw(batch_x_[w]);
   }
+  // On a GPU the updates read the rate on the device, which a graph's replay
+  // reads too: one capture serves every rate of the schedule.
+  if (rate_.defined() && k.lr != rate_held_) {
+    rate_.fill_(k.lr);
+    rate_held_ = k.lr;
+  }
   if (graphs_) {
-    if (k.lr != graph_lr_) {  // a graph holds the rate it was captured with
-      graphs_->clear();
-      graph_lr_ = k.lr;
-    }
     const std::string key =
         std::to_string(int(k.synchronous)) + std::to_string(int(k.update_once)) + std::to_string(k.average);
     graphs_->run(key, [&] { device_step(k, false); });
@@ -157,7 +159,7 @@ void Trainer::device_step(const StepKind& k, bool timed) {
   }
   auto update = [&](int i) {
     Replica& r = *replicas_[std::size_t(i)];
-    sgd_step(r, sgd_, k.lr);
+    sgd_step(r, sgd_, k.lr, rate_);
     if (mask_.defined()) {  // pruned weights stay exactly zero, and so does their momentum
       const at::NoGradGuard no_grad;
       r.params().mul_(mask_);

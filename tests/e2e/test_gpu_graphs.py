@@ -4,8 +4,8 @@ CTest reports the test as skipped). A graphed run must give the bits of the same
 run stepped eagerly:
 
 - the MLP and ResNet-20, with W = 1, 2 and 8, synchronous and local SGD, group
-  averaging, a step schedule whose milestone makes the graphs be captured
-  again, and a warm-up stepped eagerly;
+  averaging, and a rate that a step, cosine or linear schedule and a warm-up
+  move (the updates read it on the device, so a graph replays each step's);
 - 1 and 2 processes sharing the GPU (each process training runs of its own),
   and runs trained at once in threads of one process (--runs_at_once), graphed
   and eager, on streams of their own, with TF32 runs waiting their turn; a dry
@@ -80,6 +80,12 @@ class Graphs(TempFolderTest):
                              "--schedule", "step", "--lr_milestones", "1", "--eval_every", "5",
                              "--validation_fraction", "0.1", runs=5)
 
+    def test_a_rate_that_moves_every_step_graphed_gives_the_eager_bits(self):
+        # Cosine and linear after a warm-up from 0: each step's rate, refilled on the device, one capture for all.
+        self.same_either_way(MLP, "moving-rate", "--dataset", "mnist", "--workers", "1,8", "--batch_size", "16",
+                             "--sync_period", "1,4", "--epochs", "2", "--exclude", "workers=1 & sync_period=4",
+                             "--schedule", "cosine,linear", "--warmup_epochs", "0.5", runs=6)
+
     def test_group_averaging_graphed_gives_the_eager_bits(self):
         # Three kinds of step: local, local with a group averaging, local with a world averaging.
         self.same_either_way(MLP, "groups", "--dataset", "mnist", "--workers", "8", "--batch_size", "16",
@@ -87,7 +93,7 @@ class Graphs(TempFolderTest):
                              runs=1)
 
     def test_resnet20_graphed_gives_the_eager_bits(self):
-        # Batch norm (its statistics averaged), crop-and-flip augmentation, and a warm-up stepped eagerly.
+        # Batch norm (its statistics averaged), crop-and-flip augmentation, and a warm-up.
         self.same_either_way(RESNET, "resnet", "--depth", "20", "--workers", "1,2,8", "--batch_size", "16",
                              "--sync_period", "1,3", "--epochs", "1", "--warmup_epochs", "0.25",
                              "--exclude", "workers=1 & sync_period=3", runs=5)

@@ -73,3 +73,34 @@ TEST(Replica, AMirrorSharesTheWeightsUpdatesAndMomentumButNotTheGradientsUntilIt
     EXPECT_TRUE(data >= begin && data < begin + b.params().nbytes());
   }
 }
+
+// A GPU's updates read the rate from a tensor on the device (Trainer::advance
+// refills it), so that a CUDA graph replays each step's rate: the update uses
+// what the tensor holds when it runs, not the number passed.
+TEST(Replica, AnUpdateWithARateTensorReadsTheRateItHolds) {
+  const at::Tensor x = data().train_x.narrow(0, 0, 8), y = data().train_y.narrow(0, 0, 8);
+  for (const OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::momentum, OptimizerKind::nesterov}) {
+    SCOPED_TRACE(int(kind));
+    const SgdSettings sgd{kind, 0.9, 1e-3};
+    torch::manual_seed(5);
+    Replica number(std::make_shared<TinyMlp>());
+    torch::manual_seed(5);
+    Replica tensor(std::make_shared<TinyMlp>());
+    const at::Tensor rate = at::full({}, 0.1, at::kFloat);
+    for (int step = 0; step < 3; ++step) {
+      for (Replica* r : {&number, &tensor}) r->backward(at::cross_entropy_loss(r->model().forward(x), y));
+      sgd_step(number, sgd, 0.1);
+      sgd_step(tensor, sgd, 7.0, rate);  // the number is not read
+      // p -= rate * x rounds the product first; the number's add may fuse it.
+      EXPECT_TRUE(at::allclose(tensor.params(), number.params(), 1e-5, 1e-7)) << "step " << step;
+      EXPECT_TRUE(at::allclose(tensor.momentum(), number.momentum(), 1e-5, 1e-7)) << "step " << step;
+    }
+    // A rate of 0 leaves the weights as they are, bit for bit, while momentum still gathers.
+    rate.fill_(0.0);
+    tensor.backward(at::cross_entropy_loss(tensor.model().forward(x), y));
+    const at::Tensor before = tensor.params().clone(), momentum = tensor.momentum().clone();
+    sgd_step(tensor, sgd, 0.1, rate);
+    EXPECT_TRUE(at::equal(tensor.params(), before));
+    EXPECT_EQ(at::equal(tensor.momentum(), momentum), kind == OptimizerKind::sgd);
+  }
+}

@@ -277,3 +277,38 @@ TEST(Training, ReadingTheLossesEveryKStepsKeepsEveryBit) {
   ASSERT_EQ(diverged.summary.status, RunStatus::diverged);
   same(diverged, run(wild, 16), "diverged, read every 16 steps");
 }
+
+// On a GPU the updates read the rate from a device tensor that each step
+// refills when the schedule moves it (so that a CUDA graph replays any
+// schedule). The CPU takes the GPU's way when asked: the run follows the
+// schedule as closely as with the rate a number (the product rounds once
+// more), its bits are its own twice, and a resumed run refills the rate.
+TEST(Training, ARateOnTheDeviceFollowsTheScheduleStepByStep) {
+  RunConfig c = base_config();
+  c.workers = 2;
+  c.batch_size = 8;
+  c.epochs = 2;
+  c.sync_period = 3;
+  c.lr = 0.2;
+  c.schedule = LrSchedule::cosine;  // 0.2 down to 0 over the run, after a warm-up from 0
+  c.warmup_epochs = 0.5;
+  c.warmup_start = WarmupStart::zero;
+  auto run = [&](bool on_device, const std::string& resume_from = "", const CheckpointPolicy& policy = {}) {
+    InProcessCommunicator comm(c.workers);
+    Execution e;
+    e.rate_on_device = on_device;
+    Trainer t(c, tiny(), data(), comm, e);
+    if (!resume_from.empty()) t.restore_checkpoint(resume_from);
+    const RunResult r = t.run(nullptr, policy);
+    EXPECT_EQ(r.summary.status, RunStatus::completed);
+    return t.replica(0).params().clone();
+  };
+  const at::Tensor number = run(false), tensor = run(true);
+  EXPECT_TRUE(at::allclose(tensor, number, 1e-4, 1e-6))
+      << "max difference " << (tensor - number).abs().max().item<double>();
+  EXPECT_TRUE(at::equal(run(true), tensor));
+  test::ScratchDir dir;
+  const std::string ckpt = dir.str() + "/run.ckpt.h5";
+  EXPECT_TRUE(at::equal(run(true, "", CheckpointPolicy{ckpt, 0, 25}), tensor));
+  EXPECT_TRUE(at::equal(run(true, ckpt), tensor));
+}

@@ -41,7 +41,7 @@ class StepGraphs {
   // the same work with the same tensors each time: the host state it reads
   // belongs in `key`.
   void run(const std::string& key, const std::function<void()>& body);
-  // Drops every graph (the learning rate, which a graph holds, changed).
+  // Drops every graph (a checkpoint's restore replaced the tensors they hold).
   void clear();
   // Graphs captured so far, over the run (provenance and tests).
   int captures() const { return captures_; }

@@ -79,7 +79,10 @@ struct SgdSettings {
 // One update of SGD (PyTorch's convention, no dampening):
 //   g = grad + wd * p;  buf = mu * buf + g;
 //   p -= lr * g (sgd), lr * buf (momentum), lr * (g + mu * buf) (nesterov).
-// Works in place on the flat buffers; `grads` is overwritten.
-void sgd_step(Replica& r, const SgdSettings& s, double lr);
+// Works in place on the flat buffers; `grads` is overwritten. With `rate`
+// defined, lr is the number that one-element tensor on the replica's device
+// holds when the update runs (p -= rate * x, as PyTorch's SGD with a tensor
+// lr): a CUDA graph replays the update with each step's rate.
+void sgd_step(Replica& r, const SgdSettings& s, double lr, const at::Tensor& rate = {});
 
 }  // namespace dpstudy

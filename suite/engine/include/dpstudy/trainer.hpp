@@ -69,6 +69,11 @@ struct Execution {
   // does not reset the process's peaks of memory, so its peak_rss_mib and
   // peak_gpu_mib are the process's, all its runs together.
   bool shared_process = false;
+  // The updates read the learning rate from a one-element tensor on the
+  // device, refilled when the rate changes, so that a CUDA graph replays any
+  // schedule. Always so on a GPU; on the CPU only when this is set (tests of
+  // the GPU's way): there the rate is a number, whose bits differ in the last place.
+  bool rate_on_device = false;
 };
 
 // When a run saves its full state, so that a killed run resumes where it was.
@@ -208,7 +213,10 @@ class Trainer {
   std::unique_ptr<ReplicaStreams> streams_;  // Parallelism::workers on a GPU; null otherwise
   int threads_ = 1;
   std::unique_ptr<StepGraphs> graphs_;  // with --cuda_graphs; null for eager steps
-  double graph_lr_ = -1;                // the rate the graphs hold
+  // The rate the updates read on the device (Execution::rate_on_device), and
+  // the number it holds; undefined where they take the number itself.
+  at::Tensor rate_;
+  double rate_held_ = -1;
   // The threads (trainer_threads.cpp). The process's LibTorch thread count,
   // also after a Trainer with its workers side by side set it to 1.
   static int process_threads();
