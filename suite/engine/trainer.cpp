@@ -63,13 +63,14 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
   check_memory_format(c.memory_format, eval_->model());
   eval_->model().eval();
   const int first = comm_.first_local_worker();
+  batch_idx_ =
+      std::make_unique<Upload>(std::vector<std::int64_t>{comm_.local_workers(), c.batch_size}, at::kLong, device);
   const auto& shape = data_.train_x.sizes();
   for (int i = 0; i < comm_.local_workers(); ++i) {
     replicas_.push_back(build());
     replicas_.back()->copy_weights_from(*eval_);
     const int worker = first + i;
     samplers_.emplace_back(shard_of(worker), c.seed, worker);
-    batch_idx_.emplace_back(std::vector<std::int64_t>{c.batch_size}, at::kLong, device);
     if (c.augment == Augmentation::crop_flip) {
       std::vector<double> fill;
       for (std::size_t ch = 0; ch < data_.spec->mean.size(); ++ch) fill.push_back(-data_.spec->mean[ch] / data_.spec->std[ch]);

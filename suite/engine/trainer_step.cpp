@@ -79,12 +79,14 @@ void Trainer::advance() {
   const RunConfig& c = config_;
   const StepKind k = kind_of(step_);
   // The host's part, every step: each worker's batch indices and augmentation
-  // draws, sent to the device without waiting (Upload).
+  // draws, sent to the device without waiting (Upload); the indices of all
+  // local workers in one copy, a launch per step rather than one per worker.
+  std::int64_t* indices = batch_idx_->host().data_ptr<std::int64_t>();
   for (std::size_t w = 0; w < replicas_.size(); ++w) {
-    samplers_[w].next(batch_idx_[w].host().data_ptr<std::int64_t>(), c.batch_size);
-    batch_idx_[w].send();
+    samplers_[w].next(indices + std::int64_t(w) * c.batch_size, c.batch_size);
     if (!augmenters_.empty()) augmenters_[w].draw(batch_x_[w]);
   }
+  batch_idx_->send();
   // On a GPU the updates read the rate on the device, which a graph's replay
   // reads too: one capture serves every rate of the schedule.
   if (rate_.defined() && k.lr != rate_held_) {
@@ -122,7 +124,7 @@ void Trainer::device_step(const StepKind& k, bool timed) {
   auto train_worker = [&](int i) {
     const at::AutoGradMode grad(true);  // thread-local: not inherited from the calling thread
     const auto w = std::size_t(i);
-    const at::Tensor& idx = batch_idx_[w].device();
+    const at::Tensor idx = batch_idx_->device().select(0, i);
     at::index_select_out(batch_x_[w], data_.train_x, 0, idx);
     at::index_select_out(batch_y_[w], data_.train_y, 0, idx);
     const at::Tensor* input = &batch_x_[w];

@@ -191,7 +191,7 @@ class Trainer {
   std::vector<std::vector<std::int64_t>> shards_;   // per owner, dataset indices
   std::vector<ShardSampler> samplers_;              // per local worker
   std::vector<Augmenter> augmenters_;               // per local worker, when augmenting
-  std::vector<Upload> batch_idx_;                   // per local worker
+  std::unique_ptr<Upload> batch_idx_;               // [local W, b]: every local worker's batch, in one copy a step
   std::vector<at::Tensor> batch_x_, batch_y_, batch_aug_;
   // What the host reads at read points only (Execution::read_every): each
   // local worker's loss of the last step, and its distance from the mean at
