@@ -72,7 +72,8 @@ struct Execution {
   // The updates read the learning rate from a one-element tensor on the
   // device, refilled when the rate changes, so that a CUDA graph replays any
   // schedule. Always so on a GPU; on the CPU only when this is set (tests of
-  // the GPU's way): there the rate is a number, whose bits differ in the last place.
+  // the GPU's way). Elsewhere the rate is a number: a fused update whose bits
+  // may differ in the last place.
   bool rate_on_device = false;
 };
 
