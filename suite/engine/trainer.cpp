@@ -63,8 +63,9 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
   check_memory_format(c.memory_format, eval_->model());
   eval_->model().eval();
   const int first = comm_.first_local_worker();
-  batch_idx_ =
-      std::make_unique<Upload>(std::vector<std::int64_t>{comm_.local_workers(), c.batch_size}, at::kLong, device);
+  const std::int64_t rows = c.augment == Augmentation::crop_flip ? 4 : 1;
+  step_in_ =
+      std::make_unique<Upload>(std::vector<std::int64_t>{comm_.local_workers(), rows, c.batch_size}, at::kLong, device);
   const auto& shape = data_.train_x.sizes();
   for (int i = 0; i < comm_.local_workers(); ++i) {
     replicas_.push_back(build());

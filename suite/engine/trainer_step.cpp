@@ -79,14 +79,15 @@ void Trainer::advance() {
   const RunConfig& c = config_;
   const StepKind k = kind_of(step_);
   // The host's part, every step: each worker's batch indices and augmentation
-  // draws, sent to the device without waiting (Upload); the indices of all
-  // local workers in one copy, a launch per step rather than one per worker.
-  std::int64_t* indices = batch_idx_->host().data_ptr<std::int64_t>();
-  for (std::size_t w = 0; w < replicas_.size(); ++w) {
-    samplers_[w].next(indices + std::int64_t(w) * c.batch_size, c.batch_size);
-    if (!augmenters_.empty()) augmenters_[w].draw(batch_x_[w]);
+  // draws, sent to the device without waiting (Upload); all local workers'
+  // in one copy, a launch per step rather than one or two per worker.
+  const at::Tensor& in = step_in_->host();
+  std::int64_t* p = in.data_ptr<std::int64_t>();
+  for (std::size_t w = 0; w < replicas_.size(); ++w, p += in.stride(0)) {
+    samplers_[w].next(p, c.batch_size);
+    if (!augmenters_.empty()) augmenters_[w].draw(batch_x_[w], p + c.batch_size);
   }
-  batch_idx_->send();
+  step_in_->send();
   // On a GPU the updates read the rate on the device, which a graph's replay
   // reads too: one capture serves every rate of the schedule.
   if (rate_.defined() && k.lr != rate_held_) {
@@ -124,12 +125,13 @@ void Trainer::device_step(const StepKind& k, bool timed) {
   auto train_worker = [&](int i) {
     const at::AutoGradMode grad(true);  // thread-local: not inherited from the calling thread
     const auto w = std::size_t(i);
-    const at::Tensor idx = batch_idx_->device().select(0, i);
+    const at::Tensor in = step_in_->device().select(0, i);  // [1 or 4, b]: indices, then draws
+    const at::Tensor idx = in.select(0, 0);
     at::index_select_out(batch_x_[w], data_.train_x, 0, idx);
     at::index_select_out(batch_y_[w], data_.train_y, 0, idx);
     const at::Tensor* input = &batch_x_[w];
     if (!augmenters_.empty()) {
-      augmenters_[w].apply_drawn(batch_x_[w], batch_aug_[w]);
+      augmenters_[w].apply_drawn(batch_x_[w], in.narrow(0, 1, 3), batch_aug_[w]);
       input = &batch_aug_[w];
     }
     Replica& r = *replicas_[w];

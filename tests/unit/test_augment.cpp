@@ -59,3 +59,22 @@ TEST(Augment, SameSeedAndWorkerSameDrawsOthersDiffer) {
   second.apply(x, b);
   EXPECT_TRUE(at::equal(a, b));
 }
+
+TEST(Augment, DrawsWrittenIntoAStepsBufferGiveWhatApplyGives) {
+  // The Trainer's way: every worker's draws in rows of one buffer (after its
+  // batch indices), sent in one copy, each worker reading a slice of it.
+  const at::Tensor x = at::randn({16, 3, 32, 32});
+  at::Tensor alone = at::empty_like(x), sliced = at::empty_like(x);
+  Augmenter a(5, 3, 4, {-1.0, 0.5, 2.0}), b(5, 3, 4, {-1.0, 0.5, 2.0});
+  at::Tensor step = at::full({2, 4, 16}, -7, at::kLong);  // [workers, indices + 3 rows of draws, batch]
+  for (int round = 0; round < 2; ++round) {               // the generator moves on between batches alike
+    a.apply(x, alone);
+    b.draw(x, step[1].data_ptr<std::int64_t>() + 16);
+    b.apply_drawn(x, step[1].narrow(0, 1, 3), sliced);
+    EXPECT_TRUE(at::equal(alone, sliced)) << "round " << round;
+    EXPECT_EQ(a.offsets_y(),
+              std::vector<std::int64_t>(step[1][1].data_ptr<std::int64_t>(), step[1][1].data_ptr<std::int64_t>() + 16));
+  }
+  EXPECT_TRUE(at::equal(step[0], at::full({4, 16}, -7, at::kLong)));  // the other rows untouched
+  EXPECT_TRUE(at::equal(step[1][0], at::full({16}, -7, at::kLong)));
+}

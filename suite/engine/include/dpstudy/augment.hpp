@@ -8,11 +8,9 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "dpstudy/rng.hpp"
-#include "dpstudy/upload.hpp"
 
 namespace dpstudy {
 
@@ -22,17 +20,15 @@ class Augmenter {
   // of a zero pixel after normalisation (-mean / std).
   Augmenter(std::uint64_t seed, int worker, int pad, std::vector<double> fill);
   // Crops and flips `batch` [B, C, H, W] (float, normalised) into `out`:
-  // draw() then apply_drawn().
-  void apply(const at::Tensor& batch, at::Tensor& out) {
-    draw(batch);
-    apply_drawn(batch, out);
-  }
-  // The host part: the next draws for a batch shaped as `batch`, sent to the
-  // device in one copy that does not wait (Upload).
-  void draw(const at::Tensor& batch);
-  // The device part, which a CUDA graph can capture: the crops and flips of
-  // the last draw(), from fixed buffers.
-  void apply_drawn(const at::Tensor& batch, at::Tensor& out);
+  // draw() then apply_drawn(), with a copy of the draws to the device that waits.
+  void apply(const at::Tensor& batch, at::Tensor& out);
+  // The host part: the next draws for a batch shaped as `batch`, written to
+  // `to` as [3, B] (rows: y offset, x offset, flip). The Trainer sends every
+  // worker's draws with its batch indices, in one copy a step (Upload).
+  void draw(const at::Tensor& batch, std::int64_t* to);
+  // The device part, which a CUDA graph can capture: the crops and flips that
+  // `draws` [3, B] (on the batch's device) holds, into fixed buffers.
+  void apply_drawn(const at::Tensor& batch, const at::Tensor& draws, at::Tensor& out);
   // The draws of the last apply(): per image, the crop offsets in [0, 2 pad]
   // and whether it was flipped (for tests).
   std::vector<std::int64_t> offsets_y() const { return draws(0); }
@@ -47,11 +43,10 @@ class Augmenter {
   int pad_;
   std::vector<double> fill_;
   std::vector<std::int64_t> draws(int row) const;
-  // Reused across batches of one size on one device: the draws [3, B] (rows
-  // y offset, x offset, flip), the border's value [1, C, 1, 1] on the device,
-  // the padded batch.
-  std::unique_ptr<Upload> draws_;
-  at::Tensor fill_device_, padded_;
+  // Reused across batches of one size on one device: the border's value
+  // [1, C, 1, 1] on the device, the padded batch. The last apply()'s draws
+  // [3, B] on the host.
+  at::Tensor fill_device_, padded_, applied_;
 };
 
 }  // namespace dpstudy

@@ -192,7 +192,9 @@ class Trainer {
   std::vector<std::vector<std::int64_t>> shards_;   // per owner, dataset indices
   std::vector<ShardSampler> samplers_;              // per local worker
   std::vector<Augmenter> augmenters_;               // per local worker, when augmenting
-  std::unique_ptr<Upload> batch_idx_;               // [local W, b]: every local worker's batch, in one copy a step
+  // [local W, 1 or 4, b]: each local worker's batch indices, then its
+  // augmentation draws when augmenting (Augmenter::draw); one copy a step.
+  std::unique_ptr<Upload> step_in_;
   std::vector<at::Tensor> batch_x_, batch_y_, batch_aug_;
   // What the host reads at read points only (Execution::read_every): each
   // local worker's loss of the last step, and its distance from the mean at

@@ -22,8 +22,6 @@ class Upload {
   const at::Tensor& send();
   // A fixed device tensor: a CUDA graph that reads it reads each send().
   const at::Tensor& device() const { return device_; }
-  // The host buffer of the last send(), until the ring comes back to it.
-  const at::Tensor& last_sent() const { return slots_[(next_ + slots_.size() - 1) % slots_.size()]; }
 
  private:
   std::vector<at::Tensor> slots_;
