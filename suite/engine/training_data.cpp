@@ -47,6 +47,16 @@ TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::D
   return d;
 }
 
+TrainingData prepare_labels(const Dataset& train, const Dataset& test) {
+  TrainingData d;
+  d.spec = train.spec;
+  d.train_y = label_tensor(train);
+  d.test_y = label_tensor(test);
+  d.files = train.files;
+  d.files.insert(d.files.end(), test.files.begin(), test.files.end());
+  return d;
+}
+
 DataSplit split_data(const RunConfig& c, const at::Tensor& train_y) {
   // Validation split: a seeded fraction of the training split, held out; the
   // rest keeps its stored order so that order=stored and order=label mean what they say.

@@ -72,7 +72,8 @@ void load_data(Job& job) {
         // In this order, so that a dataset missing altogether is reported by its training split.
         const Dataset train = load_dataset(ds, Split::train, load);
         const Dataset test = load_dataset(ds, Split::test, load);
-        job.data[ds] = prepare_data(train, test, job.device);
+        // A dry run (a login node, dpstudy-slurm's plan) needs no images: no float copy of them, none on a GPU.
+        job.data[ds] = g.dry_run ? prepare_labels(train, test) : prepare_data(train, test, job.device);
         train_size[ds] = job.data[ds].train_y.size(0);
         // Which folder of the look-up order answered (docs/datasets.md): a copy elsewhere
         // is not the one meant, and the run files record only the files' digests.

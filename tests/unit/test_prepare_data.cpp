@@ -1,7 +1,11 @@
 // The engine's tensors of a dataset: per-channel normalisation, and the
-// tensors prepare_data makes of the bytes a split holds.
+// tensors prepare_data makes of the bytes a split holds, and prepare_labels of a dry run.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "dpstudy/dataset.hpp"
 #include "dpstudy/fixtures.hpp"
@@ -11,6 +15,18 @@
 using namespace dpstudy;
 using dpstudy::test::ScopedEnv;
 using dpstudy::test::ScratchDir;
+
+namespace {
+// Generated train and test splits (20 and 10 images) of each file format, written to `dir`.
+std::vector<std::pair<Dataset, Dataset>> generated_splits(const ScratchDir& dir) {
+  write_fixtures(dir.str(), {20, 10, 1, false});
+  std::vector<std::pair<Dataset, Dataset>> out;
+  for (const char* name : {"mnist", "cifar10"}) {
+    out.emplace_back(load_dataset(name, Split::train, {dir.str()}), load_dataset(name, Split::test, {dir.str()}));
+  }
+  return out;
+}
+}  // namespace
 
 TEST(DatasetNormalize, PerChannelMeanAndStd) {
   const DatasetSpec cifar = dataset_spec("cifar10");
@@ -26,11 +42,9 @@ TEST(DatasetNormalize, PerChannelMeanAndStd) {
 TEST(DatasetNormalize, PrepareDataMakesTensorsOfTheBytes) {
   ScopedEnv env("DPSTUDY_DATA_DIR", nullptr);
   ScratchDir a;
-  write_fixtures(a.str(), {20, 10, 1, false});
-  for (const char* name : {"mnist", "cifar10"}) {
-    const Dataset train = load_dataset(name, Split::train, {a.str()});
-    const Dataset test = load_dataset(name, Split::test, {a.str()});
+  for (const auto& [train, test] : generated_splits(a)) {
     const DatasetSpec& spec = *train.spec;
+    const std::string& name = spec.name;
     const TrainingData d = prepare_data(train, test);
     EXPECT_EQ(d.train_x.sizes(), (std::vector<std::int64_t>{20, spec.channels, spec.height, spec.width})) << name;
     EXPECT_EQ(d.test_x.size(0), 10);
@@ -42,5 +56,26 @@ TEST(DatasetNormalize, PrepareDataMakesTensorsOfTheBytes) {
     const float expected = float((train.images[at3] / 255.0 - spec.mean.back()) / spec.std.back());
     EXPECT_NEAR(d.train_x[3][spec.channels - 1][5][7].item<float>(), expected, 1e-5) << name;
     EXPECT_TRUE(at::equal(d.train_x, normalize_images(image_tensor(train), spec)));
+  }
+}
+
+TEST(DatasetNormalize, ADryRunsDataHasTheLabelsAndFilesButNoImages) {
+  ScopedEnv env("DPSTUDY_DATA_DIR", nullptr);
+  ScratchDir a;
+  for (const auto& [train, test] : generated_splits(a)) {
+    const std::string& name = train.spec->name;
+    const TrainingData full = prepare_data(train, test), labels = prepare_labels(train, test);
+    EXPECT_FALSE(labels.train_x.defined()) << name;
+    EXPECT_FALSE(labels.test_x.defined()) << name;
+    EXPECT_TRUE(at::equal(labels.train_y, full.train_y)) << name;
+    EXPECT_TRUE(at::equal(labels.test_y, full.test_y)) << name;
+    EXPECT_EQ(labels.checksums(), full.checksums()) << name;  // what a dry run compares with the run files'
+    EXPECT_EQ(labels.spec, full.spec);
+    // A run's split of them, as the dry run checks it: the same.
+    RunConfig c;
+    c.workers = 2;
+    c.batch_size = 4;
+    c.dirichlet_alpha = 0.5;
+    EXPECT_EQ(split_data(c, labels.train_y).shards, split_data(c, full.train_y).shards) << name;
   }
 }

@@ -24,6 +24,9 @@ struct TrainingData {
 };
 // Normalises and places the data on `device` (CPU, or the process's GPU).
 TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device = at::kCPU);
+// What a dry run reads of the data: the labels, on the CPU, and the files.
+// No images: train_x and test_x stay undefined (a dry run trains nothing).
+TrainingData prepare_labels(const Dataset& train, const Dataset& test);
 // A split's bytes as a uint8 [N, C, H, W] tensor that shares them (valid while `d` lives).
 at::Tensor image_tensor(const Dataset& d);
 // Its labels as an int64 [N] tensor of their own.
