@@ -35,18 +35,6 @@ at::Tensor normalize_images(const at::Tensor& images_u8, const DatasetSpec& spec
   return images_u8.to(at::kFloat).mul_(1.0 / 255.0).sub_(mean).div_(stdev);
 }
 
-TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device) {
-  TrainingData d;
-  d.spec = train.spec;
-  d.train_x = normalize_images(image_tensor(train), *train.spec).to(device);
-  d.train_y = label_tensor(train).to(device);
-  d.test_x = normalize_images(image_tensor(test), *test.spec).to(device);
-  d.test_y = label_tensor(test).to(device);
-  d.files = train.files;
-  d.files.insert(d.files.end(), test.files.begin(), test.files.end());
-  return d;
-}
-
 TrainingData prepare_labels(const Dataset& train, const Dataset& test) {
   TrainingData d;
   d.spec = train.spec;
@@ -54,6 +42,15 @@ TrainingData prepare_labels(const Dataset& train, const Dataset& test) {
   d.test_y = label_tensor(test);
   d.files = train.files;
   d.files.insert(d.files.end(), test.files.begin(), test.files.end());
+  return d;
+}
+
+TrainingData prepare_data(const Dataset& train, const Dataset& test, const at::Device& device) {
+  TrainingData d = prepare_labels(train, test);
+  d.train_x = normalize_images(image_tensor(train), *train.spec).to(device);
+  d.train_y = d.train_y.to(device);
+  d.test_x = normalize_images(image_tensor(test), *test.spec).to(device);
+  d.test_y = d.test_y.to(device);
   return d;
 }
 
