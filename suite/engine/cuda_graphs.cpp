@@ -36,24 +36,45 @@ CudaGraphs parse_cuda_graphs(const std::string& text) {
 
 std::string to_string(CudaGraphs g) { return g == CudaGraphs::automatic ? "auto" : g == CudaGraphs::on ? "on" : "off"; }
 
-std::string why_not_graphed(const RunConfig& c, const c10::Device& device, int processes) {
+std::string why_not_graphed(const RunConfig& c, const c10::Device& device) {
   if (!device.is_cuda()) return "needs a CUDA device, and this run trains on the " + device.str();
-  if (processes > 1) {
-    return "the run's " + std::to_string(processes) +
-           " processes average through MPI on the host, which a graph cannot hold (one process per run can)";
-  }
   if (c.precision == Precision::bf16 && !kAutocastCacheSwitch) {
     return "bf16 needs LibTorch 2 or later here: autocast's cache must be off while a step is captured";
   }
   return {};
 }
 
-bool resolve_cuda_graphs(CudaGraphs g, const RunConfig& c, const c10::Device& device, int processes) {
+bool resolve_cuda_graphs(CudaGraphs g, const RunConfig& c, const c10::Device& device) {
   if (g == CudaGraphs::off) return false;
-  const std::string why = why_not_graphed(c, device, processes);
+  const std::string why = why_not_graphed(c, device);
   if (why.empty()) return true;
   if (g == CudaGraphs::on) throw ConfigError("cuda_graphs", "on", "cannot apply: " + why);
   return false;
+}
+
+void StepParts::on_device(std::function<void()> work) {
+  if (parts_.empty() || parts_.back().host) parts_.emplace_back();
+  parts_.back().device.push_back(std::move(work));
+}
+
+void StepParts::on_host(std::function<void()> work) {
+  if (parts_.empty() || parts_.back().host) parts_.emplace_back();
+  parts_.back().host = std::move(work);
+}
+
+void StepParts::run_device(std::size_t part) const {
+  for (const auto& work : parts_.at(part).device) work();
+}
+
+void StepParts::run_host(std::size_t part) const {
+  if (parts_.at(part).host) parts_[part].host();
+}
+
+void StepParts::run_eagerly() const {
+  for (std::size_t i = 0; i < parts_.size(); ++i) {
+    run_device(i);
+    run_host(i);
+  }
 }
 
 #if DPSTUDY_CUDA
@@ -64,12 +85,59 @@ struct StepGraphs::Impl {
   c10::cuda::CUDAStream capture;  // where warm-up and capture run
   struct Kind {
     int eager = 0;
-    std::unique_ptr<at::cuda::CUDAGraph> graph;
+    std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs;  // one per part of the step
   };
   std::map<std::string, Kind> kinds;
   // Made once and recorded again each step, so that nothing is created while capturing.
   at::cuda::CUDAEvent enter, leave;
 };
+
+namespace {
+
+// Autocast's cache of weight casts off while a step is captured (LibTorch 2.x);
+// its setting back after, thrown or not.
+class AutocastCacheOff {
+ public:
+#if TORCH_VERSION_MAJOR >= 2
+  AutocastCacheOff() : was_(at::autocast::is_autocast_cache_enabled()) {
+    at::autocast::set_autocast_cache_enabled(false);
+  }
+  ~AutocastCacheOff() { at::autocast::set_autocast_cache_enabled(was_); }
+#else
+  AutocastCacheOff() {}  // LibTorch 1 has no switch: bf16 runs are not graphed there (why_not_graphed)
+#endif
+  AutocastCacheOff(const AutocastCacheOff&) = delete;
+  AutocastCacheOff& operator=(const AutocastCacheOff&) = delete;
+
+ private:
+#if TORCH_VERSION_MAJOR >= 2
+  bool was_;
+#endif
+};
+
+std::unique_ptr<at::cuda::CUDAGraph> capture(const StepParts& step, std::size_t part) {
+  auto graph = std::make_unique<at::cuda::CUDAGraph>();
+#if TORCH_VERSION_MAJOR >= 2
+  // Thread-local: other runs of this process (--runs_at_once) go on
+  // allocating and launching on their own streams while this one captures.
+  graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+#else
+  graph->capture_begin();
+#endif
+  try {
+    step.run_device(part);
+  } catch (...) {
+    try {
+      graph->capture_end();
+    } catch (...) {  // the first error says more
+    }
+    throw;
+  }
+  graph->capture_end();
+  return graph;
+}
+
+}  // namespace
 
 StepGraphs::StepGraphs(const c10::Device& device, int warmup) {
   if (!device.is_cuda()) throw Error("StepGraphs: needs a CUDA device, not the " + device.str());
@@ -89,19 +157,26 @@ void StepGraphs::clear() {
   if (impl_->kinds.empty()) return;
   // A graph's pool goes back to the allocator when it is dropped: not while a
   // replay that writes it may still run. Replays run on the current stream,
-  // warm-ups on the capture stream; the device's other streams may be other
-  // runs' (--runs_at_once), one of them capturing, which a device-wide
-  // synchronisation would break.
+  // warm-ups and the replays right after a capture on the capture stream; the
+  // device's other streams may be other runs' (--runs_at_once), one of them
+  // capturing, which a device-wide synchronisation would break.
   c10::cuda::getCurrentCUDAStream(impl_->device.index()).synchronize();
   impl_->capture.synchronize();
   impl_->kinds.clear();
 }
 
-void StepGraphs::run(const std::string& key, const std::function<void()>& body) {
+void StepGraphs::run(const std::string& key, const StepParts& step) {
   Impl& m = *impl_;
   Impl::Kind& kind = m.kinds[key];
-  if (kind.graph) {
-    kind.graph->replay();
+  if (!kind.graphs.empty()) {
+    if (kind.graphs.size() != step.size()) {
+      throw Error("StepGraphs: a step of kind " + key + " has " + std::to_string(step.size()) +
+                  " parts, and its capture had " + std::to_string(kind.graphs.size()));
+    }
+    for (std::size_t i = 0; i < step.size(); ++i) {
+      kind.graphs[i]->replay();
+      step.run_host(i);
+    }
     return;
   }
   // The capture stream follows the current one, and the current one waits for it.
@@ -110,49 +185,25 @@ void StepGraphs::run(const std::string& key, const std::function<void()>& body) 
   m.enter.block(m.capture);
   {
     const c10::cuda::CUDAStreamGuard on_capture(m.capture);
-#if TORCH_VERSION_MAJOR >= 2
-    const bool cached = at::autocast::is_autocast_cache_enabled();
-    at::autocast::set_autocast_cache_enabled(false);
-#endif
-    try {
-      if (kind.eager < m.warmup) {
-        body();
-        ++kind.eager;
-      } else {
-        auto graph = std::make_unique<at::cuda::CUDAGraph>();
-#if TORCH_VERSION_MAJOR >= 2
-        // Thread-local: other runs of this process (--runs_at_once) go on
-        // allocating and launching on their own streams while this one captures.
-        graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
-#else
-        graph->capture_begin();
-#endif
-        try {
-          body();
-        } catch (...) {
-          try {
-            graph->capture_end();
-          } catch (...) {  // the first error says more
-          }
-          throw;
-        }
-        graph->capture_end();
-        kind.graph = std::move(graph);
-        ++captures_;
+    const AutocastCacheOff no_cache;
+    if (kind.eager < m.warmup) {
+      step.run_eagerly();
+      ++kind.eager;
+    } else {
+      // A capture runs nothing: each part's graph replays at once, this
+      // step's work, before its host work reads what the part wrote.
+      std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs;
+      for (std::size_t i = 0; i < step.size(); ++i) {
+        graphs.push_back(capture(step, i));
+        graphs.back()->replay();
+        step.run_host(i);
       }
-    } catch (...) {
-#if TORCH_VERSION_MAJOR >= 2
-      at::autocast::set_autocast_cache_enabled(cached);
-#endif
-      throw;
+      captures_ += int(graphs.size());
+      kind.graphs = std::move(graphs);
     }
-#if TORCH_VERSION_MAJOR >= 2
-    at::autocast::set_autocast_cache_enabled(cached);
-#endif
   }
   m.leave.record(m.capture);
   m.leave.block(current);
-  if (kind.graph) kind.graph->replay();  // a capture runs nothing: this step's work
 }
 
 #else  // a build without CUDA: no device can qualify (why_not_graphed)
@@ -166,7 +217,7 @@ StepGraphs::StepGraphs(const c10::Device& device, int) {
 
 StepGraphs::~StepGraphs() = default;
 void StepGraphs::clear() {}
-void StepGraphs::run(const std::string&, const std::function<void()>& body) { body(); }
+void StepGraphs::run(const std::string&, const StepParts& step) { step.run_eagerly(); }
 
 #endif
 

@@ -94,12 +94,14 @@ void Trainer::advance() {
     rate_.fill_(k.lr);
     rate_held_ = k.lr;
   }
+  StepParts parts;
+  step_parts(k, parts);
   if (graphs_) {
     const std::string key =
         std::to_string(int(k.synchronous)) + std::to_string(int(k.update_once)) + std::to_string(k.average);
-    graphs_->run(key, [&] { device_step(k, false); });
+    graphs_->run(key, parts);
   } else {
-    device_step(k, true);
+    parts.run_eagerly();
   }
   // What the host keeps of the step, graphed or not.
   log_row(loss_log_, unread_steps_++, loss_now_);
@@ -120,103 +122,127 @@ void Trainer::advance() {
   }
 }
 
-void Trainer::device_step(const StepKind& k, bool timed) {
+std::function<void()> Trainer::timed(std::function<void()> work) {
+  return [this, work] {
+    const auto t0 = Clock::now();
+    work();
+    comm_s_ += seconds_since(t0);
+  };
+}
+
+void Trainer::average(StepParts& parts, std::function<void()> mean, std::function<void()> after) {
+  // Timed where it runs eagerly: a capture and a replay take no time of their own.
+  if (spread_) {
+    parts.on_host(timed(std::move(mean)));  // MPI, between the parts' graphs
+  } else {
+    parts.on_device(graphs_ ? std::move(mean) : timed(std::move(mean)));
+  }
+  parts.on_device(graphs_ ? std::move(after) : timed(std::move(after)));
+}
+
+void Trainer::step_parts(const StepKind& k, StepParts& parts) {
   const RunConfig& c = config_;
-  auto train_worker = [&](int i) {
-    const at::AutoGradMode grad(true);  // thread-local: not inherited from the calling thread
-    const auto w = std::size_t(i);
-    const at::Tensor in = step_in_->device().select(0, i);  // [1 or 4, b]: indices, then draws
-    const at::Tensor idx = in.select(0, 0);
-    at::index_select_out(batch_x_[w], data_.train_x, 0, idx);
-    at::index_select_out(batch_y_[w], data_.train_y, 0, idx);
-    const at::Tensor* input = &batch_x_[w];
-    if (!augmenters_.empty()) {
-      augmenters_[w].apply_drawn(batch_x_[w], in.narrow(0, 1, 3), batch_aug_[w]);
-      input = &batch_aug_[w];
-    }
-    Replica& r = *replicas_[w];
-    at::Tensor loss;
-    {
-      // bf16: the forward pass under autocast; the loss of its logits in float32
-      // (to() returns the tensor itself when it is float32 already: fp32's bits are untouched).
-      const PrecisionScope precision(c.precision, data_.train_x.device());
-      loss = at::cross_entropy_loss(r.model().forward(in_format(*input)).to(at::kFloat), batch_y_[w]);
-    }
-    r.backward(loss);
-    loss_now_.select(0, i).copy_(loss.detach());
-  };
-  claim_threads();
-  if (streams_) {
-    streams_->run(int(replicas_.size()), train_worker);
-  } else {
-    for_each_local(int(replicas_.size()), train_worker);
-  }
-  if (k.synchronous && c.workers > 1) {
-    const auto t0 = Clock::now();
-    comm_.mean(grads_, 0, c.workers, mean_);
-    if (k.update_once) {
-      grads_[0].copy_(mean_);
+  parts.on_device([this] {
+    auto train_worker = [this](int i) {
+      const at::AutoGradMode grad(true);  // thread-local: not inherited from the calling thread
+      const auto w = std::size_t(i);
+      const at::Tensor in = step_in_->device().select(0, i);  // [1 or 4, b]: indices, then draws
+      const at::Tensor idx = in.select(0, 0);
+      at::index_select_out(batch_x_[w], data_.train_x, 0, idx);
+      at::index_select_out(batch_y_[w], data_.train_y, 0, idx);
+      const at::Tensor* input = &batch_x_[w];
+      if (!augmenters_.empty()) {
+        augmenters_[w].apply_drawn(batch_x_[w], in.narrow(0, 1, 3), batch_aug_[w]);
+        input = &batch_aug_[w];
+      }
+      Replica& r = *replicas_[w];
+      at::Tensor loss;
+      {
+        // bf16: the forward pass under autocast; the loss of its logits in float32
+        // (to() returns the tensor itself when it is float32 already: fp32's bits are untouched).
+        const PrecisionScope precision(config_.precision, data_.train_x.device());
+        loss = at::cross_entropy_loss(r.model().forward(in_format(*input)).to(at::kFloat), batch_y_[w]);
+      }
+      r.backward(loss);
+      loss_now_.select(0, i).copy_(loss.detach());
+    };
+    claim_threads();
+    if (streams_) {
+      streams_->run(int(replicas_.size()), train_worker);
     } else {
-      for (auto& g : grads_) g.copy_(mean_);
+      for_each_local(int(replicas_.size()), train_worker);
     }
-    if (timed) comm_s_ += seconds_since(t0);
+  });
+  if (k.synchronous && c.workers > 1) {
+    average(
+        parts, [this] { comm_.mean(grads_, 0, config_.workers, mean_); },
+        [this, k] {
+          if (k.update_once) {
+            grads_[0].copy_(mean_);
+          } else {
+            for (auto& g : grads_) g.copy_(mean_);
+          }
+        });
   }
-  auto update = [&](int i) {
-    Replica& r = *replicas_[std::size_t(i)];
-    sgd_step(r, sgd_, k.lr, rate_);
-    if (mask_.defined()) {  // pruned weights stay exactly zero, and so does their momentum
-      const at::NoGradGuard no_grad;
-      r.params().mul_(mask_);
-      r.momentum().mul_(mask_);
+  parts.on_device([this, k] {
+    auto update = [&](int i) {
+      Replica& r = *replicas_[std::size_t(i)];
+      sgd_step(r, sgd_, k.lr, rate_);
+      if (mask_.defined()) {  // pruned weights stay exactly zero, and so does their momentum
+        const at::NoGradGuard no_grad;
+        r.params().mul_(mask_);
+        r.momentum().mul_(mask_);
+      }
+    };
+    if (k.update_once) {
+      update(0);
+      for (std::size_t i = 1; i < replicas_.size(); ++i) replicas_[i]->mirror(*replicas_[0]);
+    } else {
+      // Each replica updates its own weights from here (post-local SGD's first
+      // local step). All take them back before any update: the first one's would
+      // change what the others copy.
+      for_each_local(int(replicas_.size()), [&](int i) { replicas_[std::size_t(i)]->own_weights(); });
+      for_each_local(int(replicas_.size()), update);
     }
-  };
-  if (k.update_once) {
-    update(0);
-    for (std::size_t i = 1; i < replicas_.size(); ++i) replicas_[i]->mirror(*replicas_[0]);
-  } else {
-    // Each replica updates its own weights from here (post-local SGD's first
-    // local step). All take them back before any update: the first one's would
-    // change what the others copy.
-    for_each_local(int(replicas_.size()), [&](int i) { replicas_[std::size_t(i)]->own_weights(); });
-    for_each_local(int(replicas_.size()), update);
-  }
-  if (k.average > 0) {
-    const auto t0 = Clock::now();
-    average_parameters(k.average == 2 ? c.workers : c.group_size);
-    if (timed) comm_s_ += seconds_since(t0);
-  }
+  });
+  if (k.average > 0) average_parameters(k.average == 2 ? c.workers : c.group_size, parts);
 }
 
 // Averages parameters (and, as configured, momentum and buffers) over each
 // range of `count` workers: the world or every group. Each worker's distance
 // from the mean goes to distance_now_.
-void Trainer::average_parameters(int count) {
+void Trainer::average_parameters(int count, StepParts& parts) {
   const RunConfig& c = config_;
   const int first_local = comm_.first_local_worker();
   for (int g = 0; g < c.workers; g += count) {
-    comm_.mean(params_, g, count, mean_);
     // Each worker's distance from the mean, in its gradient buffer (free until
     // the next step clears it), so that workers side by side need no shared scratch.
     const int begin = std::max(g, first_local), end = std::min(g + count, first_local + comm_.local_workers());
-    auto distance = [&](int w) {
-      const auto lw = std::size_t(w - first_local);
-      at::sub_out(grads_[lw], params_[lw], mean_);
-      distance_now_.select(0, std::int64_t(lw)).copy_(grads_[lw].norm());
-      params_[lw].copy_(mean_);
-    };
-    for_each_local(std::max(0, end - begin), [&](int i) { distance(begin + i); });
+    average(
+        parts, [this, g, count] { comm_.mean(params_, g, count, mean_); },
+        [this, begin, end, first_local] {
+          auto distance = [&](int w) {
+            const auto lw = std::size_t(w - first_local);
+            at::sub_out(grads_[lw], params_[lw], mean_);
+            distance_now_.select(0, std::int64_t(lw)).copy_(grads_[lw].norm());
+            params_[lw].copy_(mean_);
+          };
+          for_each_local(std::max(0, end - begin), [&](int i) { distance(begin + i); });
+        });
     if (c.average_momentum) {
-      comm_.mean(momenta_, g, count, mean_);
-      for (int w = begin; w < end; ++w) {
-        momenta_[std::size_t(w - first_local)].copy_(mean_);
-      }
+      average(
+          parts, [this, g, count] { comm_.mean(momenta_, g, count, mean_); },
+          [this, begin, end, first_local] {
+            for (int w = begin; w < end; ++w) momenta_[std::size_t(w - first_local)].copy_(mean_);
+          });
     }
     if (c.average_buffers && buffers_[0].numel() > 0) {
       at::Tensor mean_buffers = eval_->buffers();  // free between evaluations
-      comm_.mean(buffers_, g, count, mean_buffers);
-      for (int w = begin; w < end; ++w) {
-        buffers_[std::size_t(w - first_local)].copy_(mean_buffers);
-      }
+      average(
+          parts, [this, g, count, mean_buffers]() mutable { comm_.mean(buffers_, g, count, mean_buffers); },
+          [this, begin, end, first_local, mean_buffers] {
+            for (int w = begin; w < end; ++w) buffers_[std::size_t(w - first_local)].copy_(mean_buffers);
+          });
     }
   }
 }

@@ -204,13 +204,10 @@ int resolve_runs_at_once(const Request& request, const Plan& plan, const at::Dev
 
 // --cuda_graphs on for a run that cannot be graphed: refused, with the reason
 // and the run, before any run trains.
-void check_cuda_graphs(const Request& request, const Plan& plan, const at::Device& device, int world) {
-  const JobOptions& g = request.options;
-  const CudaGraphs mode = parse_cuda_graphs(g.cuda_graphs);
+void check_cuda_graphs(const Request& request, const Plan& plan, const at::Device& device) {
+  const CudaGraphs mode = parse_cuda_graphs(request.options.cuda_graphs);
   for (const PlannedRun& p : plan.runs) {
-    const int procs =
-        request.study_mode || g.mode == "throughput" ? procs_for_run(p.config, g.procs_per_run, world) : world;
-    check_run(request.swept, p, [&] { (void)resolve_cuda_graphs(mode, p.config, device, procs); });
+    check_run(request.swept, p, [&] { (void)resolve_cuda_graphs(mode, p.config, device); });
   }
 }
 

@@ -36,7 +36,7 @@ void check_placement(const Request& request, const Plan& plan, int world);
 // --runs_at_once resolved for this process: N, or 0 for auto on a GPU.
 int resolve_runs_at_once(const Request& request, const Plan& plan, const at::Device& device, int world, JobOptions& g);
 // --cuda_graphs on for a run that cannot be graphed: refused with the reason.
-void check_cuda_graphs(const Request& request, const Plan& plan, const at::Device& device, int world);
+void check_cuda_graphs(const Request& request, const Plan& plan, const at::Device& device);
 // --memory_format channels_last for a model without convolutions: refused.
 void check_memory_formats(const Request& request, const Plan& plan);
 

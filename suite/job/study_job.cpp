@@ -264,10 +264,7 @@ DryRun StudyJob::dry_run() const {
                                         complete_peak_gpu_mib_);
   }
   const CudaGraphs graphs = parse_cuda_graphs(options_.cuda_graphs);
-  for (const auto& p : plan_) {
-    const int run_procs = procs_for_run(p.config, options_.procs_per_run, planned_processes());
-    d.graphed += graphs != CudaGraphs::off && why_not_graphed(p.config, job_.device, run_procs).empty();
-  }
+  for (const auto& p : plan_) d.graphed += graphs != CudaGraphs::off && why_not_graphed(p.config, job_.device).empty();
   d.processes = planned_processes();
   d.runs_at_once = job_.runs_at_once;
   d.data_notes = job_.data_notes;

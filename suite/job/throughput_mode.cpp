@@ -100,7 +100,7 @@ std::vector<ThroughputPoint> throughput_points(const Job& job) {
     tp.member = session.rank() < procs;
     tp.params.emplace_back("parallel",
                            to_string(resolve_parallelism(execution.parallel, c.workers / procs, g.threads, device)));
-    tp.params.emplace_back("cuda_graphs", resolve_cuda_graphs(execution.cuda_graphs, c, device, procs) ? "on" : "off");
+    tp.params.emplace_back("cuda_graphs", resolve_cuda_graphs(execution.cuda_graphs, c, device) ? "on" : "off");
     tp.setup = [state, c, factory = p.factory, d, ranks, tag, execution] {
       state->comm = std::make_unique<RunComm>(ranks, c.workers, tag);
       state->trainer = std::make_unique<Trainer>(c, factory, *d, *state->comm->comm, execution);

@@ -192,7 +192,7 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
     check_memory_formats(*request, plan);
     const at::Device device = resolve_device(g, request->stored, session.local_rank());
     // Not in a dry run: dpstudy-slurm plans on the submitting node with --device cpu.
-    if (!g.dry_run) check_cuda_graphs(*request, plan, device, session.size());
+    if (!g.dry_run) check_cuda_graphs(*request, plan, device);
     std::string gpu_driver;
     const std::string gpu = gpu_identity(device, g.deterministic, &gpu_driver);
     if (g.deterministic) set_deterministic(device);

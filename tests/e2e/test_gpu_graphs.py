@@ -12,7 +12,8 @@ run stepped eagerly:
   run sizes auto's lanes from the complete runs' peak memory;
 - a graphed run killed and resumed from its checkpoint in the middle;
 - --reproduce of a graphed run, graphed and eager;
-- --cuda_graphs on is refused, with the reason, for a run spread over 2 processes;
+- a run spread over 2 processes, graphed between its MPI averagings, gives the
+  bits of the run in one process;
 - each worker on a CUDA stream of its own (--parallel workers, the default on a
   GPU), eager and graphed, gives the bits of every worker on one stream
   (--parallel operations).
@@ -162,14 +163,27 @@ class Graphs(TempFolderTest):
                     self.assertEqual(len(assert_same_study(self, one, other)), runs)
 
     @unittest.skipUnless(MPIEXEC, "no mpiexec given")
-    def test_on_is_refused_for_a_run_over_two_processes(self):
-        _, r = self.study(MLP, "spread", "on", "--dataset", "mnist", "--workers", "2", "--batch_size", "16",
-                          "--procs_per_run", "2", mpi=2, status=2)
-        self.assertIn("--cuda_graphs: 'on' cannot apply: the run's 2 processes average through MPI on the host",
-                      r.stdout + r.stderr)
-        auto, _ = self.study(MLP, "spread-auto", "auto", "--dataset", "mnist", "--workers", "2", "--batch_size", "16",
-                             "--epochs", "1", "--procs_per_run", "2", mpi=2)
-        self.graphed(auto, "off")
+    def test_a_run_over_two_processes_graphed_gives_the_bits_of_one_process(self):
+        # Each step cut at every averaging: the parts between MPI's calls graphed,
+        # MPI on the host between their replays. Averagings of gradients, of
+        # parameters and momentum over the world and over groups within and
+        # across the processes, and of batch norm's statistics.
+        cases = (
+            (MLP, "spread-mlp", ["--dataset", "mnist", "--workers", "2,8", "--batch_size", "16", "--sync_period", "1,4",
+                                 "--epochs", "1"], 4),
+            (MLP, "spread-groups", ["--dataset", "mnist", "--workers", "8", "--batch_size", "16", "--sync_period", "8",
+                                    "--group_size", "2,8", "--group_sync_period", "2", "--average_momentum", "1",
+                                    "--epochs", "2"], 2),
+            (RESNET, "spread-resnet", ["--depth", "8", "--workers", "4", "--batch_size", "16", "--sync_period", "1,3",
+                                       "--epochs", "1"], 2),
+        )
+        for exe, name, args, runs in cases:
+            one, _ = self.study(exe, name + "-one", "off", *args)
+            for graphs in ("off", "on"):
+                with self.subTest(workload=name, graphs=graphs):
+                    spread, _ = self.study(exe, f"{name}-{graphs}", graphs, *args, "--procs_per_run", "2", mpi=2)
+                    self.graphed(spread, graphs)
+                    self.assertEqual(len(assert_same_study(self, one, spread)), runs)
 
     def test_a_graphed_run_killed_and_resumed_gives_the_bits_of_one_not_killed(self):
         args = ["--dataset", "mnist", "--workers", "8", "--batch_size", "16", "--sync_period", "4", "--epochs", "2",

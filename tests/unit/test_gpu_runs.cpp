@@ -50,30 +50,29 @@ TEST(CudaGraphs, WhichRunsQualifyAndWhyTheOthersDoNot) {
   EXPECT_THROW(parse_cuda_graphs("maybe"), ConfigError);
   const RunConfig c = base_config();
   const c10::Device cpu(c10::kCPU), gpu(c10::kCUDA, 0);
-  EXPECT_EQ(why_not_graphed(c, gpu, 1), "");
-  EXPECT_TRUE(resolve_cuda_graphs(CudaGraphs::automatic, c, gpu, 1));
-  EXPECT_FALSE(resolve_cuda_graphs(CudaGraphs::off, c, gpu, 1));
-  EXPECT_NE(why_not_graphed(c, cpu, 1).find("needs a CUDA device, and this run trains on the cpu"), std::string::npos);
-  EXPECT_FALSE(resolve_cuda_graphs(CudaGraphs::automatic, c, cpu, 1));
+  EXPECT_EQ(why_not_graphed(c, gpu), "");
+  EXPECT_TRUE(resolve_cuda_graphs(CudaGraphs::automatic, c, gpu));
+  EXPECT_FALSE(resolve_cuda_graphs(CudaGraphs::off, c, gpu));
+  EXPECT_NE(why_not_graphed(c, cpu).find("needs a CUDA device, and this run trains on the cpu"), std::string::npos);
+  EXPECT_FALSE(resolve_cuda_graphs(CudaGraphs::automatic, c, cpu));
   try {
-    resolve_cuda_graphs(CudaGraphs::on, c, cpu, 1);
+    resolve_cuda_graphs(CudaGraphs::on, c, cpu);
     ADD_FAILURE() << "on, on the CPU, was not refused";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("--cuda_graphs: 'on' cannot apply: needs a CUDA device"), std::string::npos)
         << e.what();
   }
-  EXPECT_NE(why_not_graphed(c, gpu, 2).find("2 processes average through MPI on the host"), std::string::npos);
   // Every schedule: the updates read the rate on the device, which a replay reads too.
   for (const LrSchedule schedule : {LrSchedule::step, LrSchedule::cosine, LrSchedule::linear}) {
     RunConfig s = c;
     s.schedule = schedule;
     s.lr_milestones = {1};
     s.warmup_epochs = 0.5;
-    EXPECT_EQ(why_not_graphed(s, gpu, 1), "") << int(schedule);
+    EXPECT_EQ(why_not_graphed(s, gpu), "") << int(schedule);
   }
   RunConfig bf16 = c;
   bf16.precision = Precision::bf16;
-  EXPECT_EQ(why_not_graphed(bf16, gpu, 1).empty(), TORCH_VERSION_MAJOR >= 2) << why_not_graphed(bf16, gpu, 1);
+  EXPECT_EQ(why_not_graphed(bf16, gpu).empty(), TORCH_VERSION_MAJOR >= 2) << why_not_graphed(bf16, gpu);
 
   // A Trainer asked for graphs on the CPU refuses; auto there steps eagerly.
   InProcessCommunicator comm(1);
@@ -81,4 +80,34 @@ TEST(CudaGraphs, WhichRunsQualifyAndWhyTheOthersDoNot) {
   const Trainer automatic(c, tiny(), data(), comm, Execution{Parallelism::automatic, 0, 0, CudaGraphs::automatic});
   EXPECT_FALSE(automatic.cuda_graphs());
   EXPECT_EQ(automatic.graph_captures(), 0);
+}
+
+// A step's parts: device work joins the last part until host work ends it,
+// and an eager step runs them in the order they were given.
+TEST(CudaGraphs, AStepsPartsRunInTheirOrderAndEndAtHostWork) {
+  std::string order;
+  StepParts one;
+  one.on_device([&] { order += "a"; });
+  one.on_device([&] { order += "b"; });
+  EXPECT_EQ(one.size(), 1u);
+  one.run_eagerly();
+  one.run_host(0);  // a part without host work: nothing
+  EXPECT_EQ(order, "ab");
+
+  order.clear();
+  StepParts spread;  // as a run over two processes: forward and backward, MPI, the updates, MPI
+  spread.on_device([&] { order += "f"; });
+  spread.on_host([&] { order += "M"; });
+  spread.on_device([&] { order += "u"; });
+  spread.on_host([&] { order += "N"; });
+  spread.on_host([&] { order += "O"; });  // host work right after host work: a part with no device work
+  spread.on_device([&] { order += "d"; });
+  EXPECT_EQ(spread.size(), 4u);
+  spread.run_eagerly();
+  EXPECT_EQ(order, "fMuNOd");
+  order.clear();
+  spread.run_device(1);
+  spread.run_host(1);
+  EXPECT_EQ(order, "uN");
+  EXPECT_THROW(spread.run_device(4), std::out_of_range);
 }

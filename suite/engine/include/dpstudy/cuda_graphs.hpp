@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dpstudy/run_config.hpp"
 
@@ -18,15 +19,36 @@ enum class CudaGraphs { automatic, on, off };
 CudaGraphs parse_cuda_graphs(const std::string& text);  // auto | on | off; ConfigError otherwise
 std::string to_string(CudaGraphs g);
 
-// Why the steps of `config` on `device`, its workers spread over `processes`,
-// cannot be captured; empty when they can.
-std::string why_not_graphed(const RunConfig& config, const c10::Device& device, int processes);
+// Why the steps of `config` on `device` cannot be captured; empty when they can.
+std::string why_not_graphed(const RunConfig& config, const c10::Device& device);
 // Whether such a run uses graphs: `auto` where it qualifies; `on` where it
 // does not is a ConfigError that gives the reason.
-bool resolve_cuda_graphs(CudaGraphs g, const RunConfig& config, const c10::Device& device, int processes);
+bool resolve_cuda_graphs(CudaGraphs g, const RunConfig& config, const c10::Device& device);
 
-// A Trainer's steps, one graph per kind of step (CUDA builds only; elsewhere
-// the constructor throws). Each graph has a memory pool of its own.
+// One step's work, in parts: each part's device work, then its host work (an
+// averaging through MPI between the run's processes, which a graph cannot
+// hold). A run in one process has one part with no host work.
+class StepParts {
+ public:
+  // Added to the last part's device work, or a new part's after host work.
+  void on_device(std::function<void()> work);
+  // Ends the last part (a new one, when it has host work already).
+  void on_host(std::function<void()> work);
+  std::size_t size() const { return parts_.size(); }
+  void run_device(std::size_t part) const;
+  void run_host(std::size_t part) const;  // nothing when the part has no host work
+  void run_eagerly() const;               // every part's device work, then its host work, in turn
+
+ private:
+  struct Part {
+    std::vector<std::function<void()>> device;
+    std::function<void()> host;
+  };
+  std::vector<Part> parts_;
+};
+
+// A Trainer's steps, a graph per part of each kind of step (CUDA builds only;
+// elsewhere the constructor throws). Each graph has a memory pool of its own.
 class StepGraphs {
  public:
   // `warmup`: eager steps of a kind, on the capture stream, before its capture.
@@ -35,12 +57,12 @@ class StepGraphs {
   StepGraphs(const StepGraphs&) = delete;
   StepGraphs& operator=(const StepGraphs&) = delete;
 
-  // Runs the device work of one step of kind `key`: eager for the kind's
-  // first `warmup` steps, then captured (which runs nothing) and replayed, and
-  // replayed from then on. `body` must not wait for the device, and must do
-  // the same work with the same tensors each time: the host state it reads
-  // belongs in `key`.
-  void run(const std::string& key, const std::function<void()>& body);
+  // Runs one step of kind `key`: eager for the kind's first `warmup` steps;
+  // then each part's device work captured (which runs nothing) and replayed,
+  // and replayed from then on, its host work eager after each replay. Device
+  // work must not wait for the device, and must do the same work with the
+  // same tensors each time: the host state it reads belongs in `key`.
+  void run(const std::string& key, const StepParts& step);
   // Drops every graph (a checkpoint's restore replaced the tensors they hold).
   void clear();
   // Graphs captured so far, over the run (provenance and tests).

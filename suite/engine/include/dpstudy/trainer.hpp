@@ -165,10 +165,17 @@ class Trainer {
   at::Tensor in_format(const at::Tensor& x) const {
     return config_.memory_format == MemoryFormat::channels_last ? x.contiguous(at::MemoryFormat::ChannelsLast) : x;
   }
-  // A step's device work: what a CUDA graph captures. `timed`: add the
-  // averaging's wall time to comm_seconds() (not while capturing).
-  void device_step(const StepKind& kind, bool timed);
-  void average_parameters(int count);
+  // A step's work in parts (StepParts): the forward and backward passes, the
+  // averaging the kind asks for, and the updates. What CUDA graphs capture:
+  // one part in a run of one process; a run spread over processes cuts a
+  // part at each averaging, which MPI does on the host.
+  void step_parts(const StepKind& kind, StepParts& parts);
+  // An averaging: `mean`, the host's part of the step when spread_ (else
+  // device work), then `after`, device work that uses the mean. Each adds its
+  // wall time to comm_seconds() where it runs eagerly.
+  void average(StepParts& parts, std::function<void()> mean, std::function<void()> after);
+  std::function<void()> timed(std::function<void()> work);  // `work`, adding its time to comm_s_
+  void average_parameters(int count, StepParts& parts);
   Evaluation evaluate(const at::Tensor& x, const at::Tensor& y, const at::Tensor* index);
   // Evaluates the averaged model; the test split when `test_due`, when there is
   // no validation split, or when this evaluation first reaches the goal. Records
@@ -216,6 +223,7 @@ class Trainer {
   std::unique_ptr<ReplicaStreams> streams_;  // Parallelism::workers on a GPU; null otherwise
   int threads_ = 1;
   std::unique_ptr<StepGraphs> graphs_;  // with --cuda_graphs; null for eager steps
+  bool spread_ = false;                 // the run's workers are in more than one process
   // The rate the updates read on the device (Execution::rate_on_device), and
   // the number it holds; undefined where they take the number itself.
   at::Tensor rate_;
