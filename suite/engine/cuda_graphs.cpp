@@ -85,7 +85,10 @@ struct StepGraphs::Impl {
   c10::cuda::CUDAStream capture;  // where warm-up and capture run
   struct Kind {
     int eager = 0;
-    std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs;  // one per part of the step
+    bool captured = false;
+    // One per part of the step; null for a part without device work (an
+    // empty capture would warn, and its replay would launch nothing).
+    std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs;
   };
   std::map<std::string, Kind> kinds;
   // Made once and recorded again each step, so that nothing is created while capturing.
@@ -168,13 +171,13 @@ void StepGraphs::clear() {
 void StepGraphs::run(const std::string& key, const StepParts& step) {
   Impl& m = *impl_;
   Impl::Kind& kind = m.kinds[key];
-  if (!kind.graphs.empty()) {
+  if (kind.captured) {
     if (kind.graphs.size() != step.size()) {
       throw Error("StepGraphs: a step of kind " + key + " has " + std::to_string(step.size()) +
                   " parts, and its capture had " + std::to_string(kind.graphs.size()));
     }
     for (std::size_t i = 0; i < step.size(); ++i) {
-      kind.graphs[i]->replay();
+      if (kind.graphs[i]) kind.graphs[i]->replay();
       step.run_host(i);
     }
     return;
@@ -194,12 +197,15 @@ void StepGraphs::run(const std::string& key, const StepParts& step) {
       // step's work, before its host work reads what the part wrote.
       std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs;
       for (std::size_t i = 0; i < step.size(); ++i) {
-        graphs.push_back(capture(step, i));
-        graphs.back()->replay();
+        graphs.push_back(step.has_device_work(i) ? capture(step, i) : nullptr);
+        if (graphs.back()) {
+          graphs.back()->replay();
+          ++captures_;
+        }
         step.run_host(i);
       }
-      captures_ += int(graphs.size());
       kind.graphs = std::move(graphs);
+      kind.captured = true;
     }
   }
   m.leave.record(m.capture);

@@ -137,7 +137,7 @@ void Trainer::average(StepParts& parts, std::function<void()> mean, std::functio
   } else {
     parts.on_device(graphs_ ? std::move(mean) : timed(std::move(mean)));
   }
-  parts.on_device(graphs_ ? std::move(after) : timed(std::move(after)));
+  if (after) parts.on_device(graphs_ ? std::move(after) : timed(std::move(after)));
 }
 
 void Trainer::step_parts(const StepKind& k, StepParts& parts) {
@@ -214,35 +214,42 @@ void Trainer::step_parts(const StepKind& k, StepParts& parts) {
 void Trainer::average_parameters(int count, StepParts& parts) {
   const RunConfig& c = config_;
   const int first_local = comm_.first_local_worker();
+  using Work = std::function<void()>;
   for (int g = 0; g < c.workers; g += count) {
+    // This process's workers of the group. Every process calls each mean
+    // (MPI); a group of other processes' workers has no device work here, so
+    // nothing to capture after it.
+    const int begin = std::max(g, first_local), end = std::min(g + count, first_local + comm_.local_workers());
+    const bool here = begin < end;
     // Each worker's distance from the mean, in its gradient buffer (free until
     // the next step clears it), so that workers side by side need no shared scratch.
-    const int begin = std::max(g, first_local), end = std::min(g + count, first_local + comm_.local_workers());
-    average(
-        parts, [this, g, count] { comm_.mean(params_, g, count, mean_); },
-        [this, begin, end, first_local] {
-          auto distance = [&](int w) {
-            const auto lw = std::size_t(w - first_local);
-            at::sub_out(grads_[lw], params_[lw], mean_);
-            distance_now_.select(0, std::int64_t(lw)).copy_(grads_[lw].norm());
-            params_[lw].copy_(mean_);
-          };
-          for_each_local(std::max(0, end - begin), [&](int i) { distance(begin + i); });
-        });
+    const Work distances = [this, begin, end, first_local] {
+      auto distance = [&](int w) {
+        const auto lw = std::size_t(w - first_local);
+        at::sub_out(grads_[lw], params_[lw], mean_);
+        distance_now_.select(0, std::int64_t(lw)).copy_(grads_[lw].norm());
+        params_[lw].copy_(mean_);
+      };
+      for_each_local(end - begin, [&](int i) { distance(begin + i); });
+    };
+    const Work of_params = [this, g, count] { comm_.mean(params_, g, count, mean_); };
+    average(parts, of_params, here ? distances : Work());
     if (c.average_momentum) {
-      average(
-          parts, [this, g, count] { comm_.mean(momenta_, g, count, mean_); },
-          [this, begin, end, first_local] {
-            for (int w = begin; w < end; ++w) momenta_[std::size_t(w - first_local)].copy_(mean_);
-          });
+      const Work copies = [this, begin, end, first_local] {
+        for (int w = begin; w < end; ++w) momenta_[std::size_t(w - first_local)].copy_(mean_);
+      };
+      const Work of_momenta = [this, g, count] { comm_.mean(momenta_, g, count, mean_); };
+      average(parts, of_momenta, here ? copies : Work());
     }
     if (c.average_buffers && buffers_[0].numel() > 0) {
       at::Tensor mean_buffers = eval_->buffers();  // free between evaluations
-      average(
-          parts, [this, g, count, mean_buffers]() mutable { comm_.mean(buffers_, g, count, mean_buffers); },
-          [this, begin, end, first_local, mean_buffers] {
-            for (int w = begin; w < end; ++w) buffers_[std::size_t(w - first_local)].copy_(mean_buffers);
-          });
+      const Work copies = [this, begin, end, first_local, mean_buffers] {
+        for (int w = begin; w < end; ++w) buffers_[std::size_t(w - first_local)].copy_(mean_buffers);
+      };
+      const Work of_buffers = [this, g, count, mean_buffers]() mutable {
+        comm_.mean(buffers_, g, count, mean_buffers);
+      };
+      average(parts, of_buffers, here ? copies : Work());
     }
   }
 }

@@ -103,6 +103,8 @@ TEST(CudaGraphs, AStepsPartsRunInTheirOrderAndEndAtHostWork) {
   spread.on_host([&] { order += "O"; });  // host work right after host work: a part with no device work
   spread.on_device([&] { order += "d"; });
   EXPECT_EQ(spread.size(), 4u);
+  EXPECT_TRUE(spread.has_device_work(1));
+  EXPECT_FALSE(spread.has_device_work(2));  // a graph would capture nothing: none is made
   spread.run_eagerly();
   EXPECT_EQ(order, "fMuNOd");
   order.clear();

@@ -35,6 +35,7 @@ class StepParts {
   // Ends the last part (a new one, when it has host work already).
   void on_host(std::function<void()> work);
   std::size_t size() const { return parts_.size(); }
+  bool has_device_work(std::size_t part) const { return !parts_.at(part).device.empty(); }
   void run_device(std::size_t part) const;
   void run_host(std::size_t part) const;  // nothing when the part has no host work
   void run_eagerly() const;               // every part's device work, then its host work, in turn

@@ -171,8 +171,8 @@ class Trainer {
   // part at each averaging, which MPI does on the host.
   void step_parts(const StepKind& kind, StepParts& parts);
   // An averaging: `mean`, the host's part of the step when spread_ (else
-  // device work), then `after`, device work that uses the mean. Each adds its
-  // wall time to comm_seconds() where it runs eagerly.
+  // device work), then `after` (when given), device work that uses the mean.
+  // Each adds its wall time to comm_seconds() where it runs eagerly.
   void average(StepParts& parts, std::function<void()> mean, std::function<void()> after);
   std::function<void()> timed(std::function<void()> work);  // `work`, adding its time to comm_s_
   void average_parameters(int count, StepParts& parts);
