@@ -136,7 +136,7 @@ void Trainer::prepare_launches(const Execution& execution) {
   loss_log_ = at::empty({read_every_, local}, loss_now_.options());
   distance_log_ = at::empty({4, local}, loss_now_.options());
   if (device.is_cuda() || execution.rate_on_device) rate_ = at::zeros({}, loss_now_.options());
-  spread_ = comm_.world_workers() != comm_.local_workers();
+  mean_on_host_ = comm_.mean_needs_host();
   if (resolve_cuda_graphs(execution.cuda_graphs, config_, device)) {
     graphs_ = std::make_unique<StepGraphs>(device);
   }

@@ -132,7 +132,7 @@ std::function<void()> Trainer::timed(std::function<void()> work) {
 
 void Trainer::average(StepParts& parts, std::function<void()> mean, std::function<void()> after) {
   // Timed where it runs eagerly: a capture and a replay take no time of their own.
-  if (spread_) {
+  if (mean_on_host_) {
     parts.on_host(timed(std::move(mean)));  // MPI, between the parts' graphs
   } else {
     parts.on_device(graphs_ ? std::move(mean) : timed(std::move(mean)));

@@ -170,7 +170,7 @@ class Trainer {
   // one part in a run of one process; a run spread over processes cuts a
   // part at each averaging, which MPI does on the host.
   void step_parts(const StepKind& kind, StepParts& parts);
-  // An averaging: `mean`, the host's part of the step when spread_ (else
+  // An averaging: `mean`, the host's part of the step when mean_on_host_ (else
   // device work), then `after` (when given), device work that uses the mean.
   // Each adds its wall time to comm_seconds() where it runs eagerly.
   void average(StepParts& parts, std::function<void()> mean, std::function<void()> after);
@@ -223,7 +223,7 @@ class Trainer {
   std::unique_ptr<ReplicaStreams> streams_;  // Parallelism::workers on a GPU; null otherwise
   int threads_ = 1;
   std::unique_ptr<StepGraphs> graphs_;  // with --cuda_graphs; null for eager steps
-  bool spread_ = false;                 // the run's workers are in more than one process
+  bool mean_on_host_ = false;           // Communicator::mean_needs_host(): MPI, a run over processes
   // The rate the updates read on the device (Execution::rate_on_device), and
   // the number it holds; undefined where they take the number itself.
   at::Tensor rate_;

@@ -27,6 +27,9 @@ class Communicator {
   // into `mean` (on every process hosting one of them). The range must be
   // aligned to the tree: a whole group of a hierarchical run, or the world.
   virtual void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) = 0;
+  // Whether mean() may wait for the device and call into the host (MPI): a
+  // CUDA graph cannot hold such a call, so a step is cut around it.
+  virtual bool mean_needs_host() const = 0;
 
   // One value per local worker in, one per worker of the job out (in worker
   // order): per-worker metrics, summed by the caller in a fixed order.
@@ -46,6 +49,7 @@ class InProcessCommunicator : public Communicator {
   int first_local_worker() const override { return 0; }
   int local_workers() const override { return workers_; }
   void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) override;
+  bool mean_needs_host() const override { return false; }  // the tree's kernels only
   std::vector<double> all_workers(const std::vector<double>& local) override { return local; }
   int agree(int flags) override { return flags; }
 

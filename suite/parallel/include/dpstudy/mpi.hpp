@@ -88,6 +88,7 @@ class MpiCommunicator : public Communicator {
   int first_local_worker() const override { return first_; }
   int local_workers() const override { return local_; }
   void mean(const std::vector<at::Tensor>& local, int first, int count, at::Tensor& mean) override;
+  bool mean_needs_host() const override { return true; }  // MPI's calls, after the device's work
   std::vector<double> all_workers(const std::vector<double>& local) override;
   int agree(int flags) override;
 
