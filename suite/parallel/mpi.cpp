@@ -192,16 +192,6 @@ void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int 
   if (out.scalar_type() != at::kFloat || !out.is_contiguous()) {
     throw MpiError("MpiCommunicator::mean: expects contiguous float32 buffers");
   }
-  if (!out.device().is_cpu() && !mpi::cuda_aware()) {
-    // Through host memory: the same arithmetic (the tree's additions run on the
-    // CPU here instead of the GPU, which gives the same IEEE results).
-    std::vector<at::Tensor> host;
-    for (const auto& t : local) host.push_back(t.to(at::kCPU));
-    at::Tensor out_host = out.to(at::kCPU);
-    mean(host, first, count, out_host);
-    out.copy_(out_host);
-    return;
-  }
   if (count == workers_) {
     reduce_over(comm_, procs_, rank_, local, count, out);
     return;
@@ -242,6 +232,18 @@ void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int 
 
 void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::vector<at::Tensor>& local, int count,
                                   at::Tensor& out) {
+  if (!out.device().is_cpu() && !mpi::cuda_aware()) {
+    // Through host memory: the same arithmetic (the tree's additions run on the
+    // CPU here instead of the GPU, which gives the same IEEE results). Only an
+    // exchange pays the copies: a group within this process, or another
+    // process's, stays on the device.
+    std::vector<at::Tensor> host;
+    for (const auto& t : local) host.push_back(t.to(at::kCPU));
+    at::Tensor out_host = out.to(at::kCPU);
+    reduce_over(comm_handle, k, r, host, count, out_host);
+    out.copy_(out_host);
+    return;
+  }
   MPI_Comm comm = as_comm(comm_handle);
   const std::int64_t n = out.numel();
   if (n > std::int64_t(1) << 30) throw MpiError("MpiCommunicator: buffers over 2^30 elements are not supported yet");
