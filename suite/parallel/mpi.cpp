@@ -193,7 +193,7 @@ void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int 
     throw MpiError("MpiCommunicator::mean: expects contiguous float32 buffers");
   }
   if (count == workers_) {
-    reduce_over(comm_, procs_, rank_, local, count, out);
+    reduce_over(comm_, procs_, rank_, local, count, out, scratch_);
     return;
   }
   if (count > local_) {
@@ -218,7 +218,7 @@ void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int 
     int r = 0, k = 1;
     MPI_Comm_rank(as_comm(sub), &r);
     MPI_Comm_size(as_comm(sub), &k);
-    reduce_over(sub, k, r, local, count, out);
+    reduce_over(sub, k, r, local, count, out, scratch_);
     return;
   }
   if (first + count <= first_ || first >= first_ + local_) return;  // hosted elsewhere
@@ -231,16 +231,17 @@ void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int 
 }
 
 void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::vector<at::Tensor>& local, int count,
-                                  at::Tensor& out) {
+                                  at::Tensor& out, std::vector<at::Tensor>& scratch) {
   if (!out.device().is_cpu() && !mpi::cuda_aware()) {
     // Through host memory: the same arithmetic (the tree's additions run on the
     // CPU here instead of the GPU, which gives the same IEEE results). Only an
     // exchange pays the copies: a group within this process, or another
-    // process's, stays on the device.
+    // process's, stays on the device. Host scratch of its own, so that a run
+    // with both does not move scratch_ between the devices at each averaging.
     std::vector<at::Tensor> host;
     for (const auto& t : local) host.push_back(t.to(at::kCPU));
     at::Tensor out_host = out.to(at::kCPU);
-    reduce_over(comm_handle, k, r, host, count, out_host);
+    reduce_over(comm_handle, k, r, host, count, out_host, host_scratch_);
     out.copy_(out_host);
     return;
   }
@@ -248,7 +249,7 @@ void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::ve
   const std::int64_t n = out.numel();
   if (n > std::int64_t(1) << 30) throw MpiError("MpiCommunicator: buffers over 2^30 elements are not supported yet");
   if (power_of_two(k)) {
-    tree_sum(local, 0, local_, out, scratch_);  // this process's workers
+    tree_sum(local, 0, local_, out, scratch);  // this process's workers
     float* s = out.data_ptr<float>();
     if (!exchange_.defined() || exchange_.numel() < n / 2 + 1 || exchange_.device() != out.device()) {
       exchange_ = at::empty({n / 2 + 1}, out.options());
@@ -290,7 +291,7 @@ void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::ve
     if (r == 0) {
       std::vector<at::Tensor> rows;
       for (std::int64_t i = 0; i < all.size(0); ++i) rows.push_back(all[i]);
-      tree_sum(rows, 0, int(rows.size()), out, scratch_);
+      tree_sum(rows, 0, int(rows.size()), out, scratch);
       device_sync(out);
     }
     check(MPI_Bcast(out.data_ptr<float>(), int(n), MPI_FLOAT, 0, comm), "MPI_Bcast");

@@ -93,11 +93,12 @@ class MpiCommunicator : public Communicator {
   int agree(int flags) override;
 
  private:
-  void reduce_over(void* comm, int ranks, int rank, const std::vector<at::Tensor>& local, int count,
-                   at::Tensor& out);
+  void reduce_over(void* comm, int ranks, int rank, const std::vector<at::Tensor>& local, int count, at::Tensor& out,
+                   std::vector<at::Tensor>& scratch);
   void* comm_;  // the run's MPI_Comm
   int workers_, procs_, rank_, first_, local_;
-  std::vector<at::Tensor> scratch_;
+  std::vector<at::Tensor> scratch_;       // the tree's, on the buffers' device
+  std::vector<at::Tensor> host_scratch_;  // an exchange's through host memory (MPI not CUDA-aware)
   at::Tensor exchange_;
   std::vector<std::pair<int, void*>> group_comms_;  // (group size, sub-communicator)
 };
