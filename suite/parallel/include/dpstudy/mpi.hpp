@@ -22,7 +22,8 @@ class MpiError : public Error {
 namespace mpi {
 
 // True when the MPI library can read and write GPU memory (Open MPI's
-// MPIX_Query_cuda_support); otherwise GPU buffers are averaged through host copies.
+// MPIX_Query_cuda_support); otherwise the GPU buffers of an exchange between
+// processes go through host copies (MpiCommunicator::mean).
 bool cuda_aware();
 
 // Initialises MPI in its constructor (if launched_by_mpi(), runtime_info.hpp) and finalises it.
