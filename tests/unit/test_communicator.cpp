@@ -2,20 +2,13 @@
 #include <gtest/gtest.h>
 
 #include "dpstudy/communicator.hpp"
+#include "training_support.hpp"
 
 using namespace dpstudy;
-
-namespace {
-std::vector<at::Tensor> buffers(int n) {
-  at::manual_seed(3);
-  std::vector<at::Tensor> v;
-  for (int i = 0; i < n; ++i) v.push_back(at::randn({1001}) * std::pow(10.0, i % 4));
-  return v;
-}
-}  // namespace
+using dpstudy::test::worker_buffers;
 
 TEST(Communicator, MeanIsTheFixedPairwiseTreeBitForBit) {
-  const auto x = buffers(6);
+  const auto x = worker_buffers(6);
   InProcessCommunicator comm(6);
   EXPECT_FALSE(comm.mean_needs_host());  // a CUDA graph may hold its mean
   at::Tensor mean = at::empty({1001});
@@ -30,7 +23,7 @@ TEST(Communicator, MeanIsTheFixedPairwiseTreeBitForBit) {
 }
 
 TEST(Communicator, PowerOfTwoTreeAndSubRanges) {
-  const auto x = buffers(8);
+  const auto x = worker_buffers(8);
   InProcessCommunicator comm(8);
   at::Tensor mean = at::empty({1001});
   comm.mean(x, 0, 8, mean);

@@ -8,7 +8,6 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <numeric>
@@ -17,22 +16,12 @@
 
 #include "dpstudy/communicator.hpp"
 #include "dpstudy/mpi.hpp"
+#include "training_support.hpp"
 
 namespace dpstudy {
 namespace {
 
 int processes = 1;
-
-// Worker w's buffer, the same on every process: it comes from w alone, with
-// magnitudes apart, so that the order of the additions shows in the bits.
-std::vector<at::Tensor> buffers(int workers, std::int64_t n) {
-  std::vector<at::Tensor> v;
-  for (int w = 0; w < workers; ++w) {
-    at::manual_seed(std::uint64_t(100 + w));
-    v.push_back(at::randn({n}) * std::pow(10.0, w % 4));
-  }
-  return v;
-}
 
 std::vector<int> all_ranks() {
   std::vector<int> ranks(static_cast<std::size_t>(processes));
@@ -47,7 +36,7 @@ void expect_every_mean(int local, std::int64_t n) {
   const mpi::RunGroup group(all_ranks(), 7);
   MpiCommunicator comm(group, workers);
   InProcessCommunicator reference(workers);
-  const auto all = buffers(workers, n);
+  const auto all = test::worker_buffers(workers, n);
   const int first_here = comm.first_local_worker();
   const std::vector<at::Tensor> here(all.begin() + first_here, all.begin() + first_here + local);
   for (int count = 1; count <= workers; ++count) {
@@ -79,7 +68,7 @@ TEST(MpiCommunicator, AGroupAcrossProcessesMustBeAMultipleOfTheirWorkers) {
   const mpi::RunGroup group(all_ranks(), 8);
   MpiCommunicator comm(group, 2 * processes);
   EXPECT_TRUE(comm.mean_needs_host());  // MPI's calls: a CUDA graph cannot hold them
-  const auto all = buffers(2 * processes, 5);
+  const auto all = test::worker_buffers(2 * processes, 5);
   const std::vector<at::Tensor> here(all.begin() + comm.first_local_worker(),
                                      all.begin() + comm.first_local_worker() + 2);
   at::Tensor out = at::empty({5});

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -79,6 +80,16 @@ struct TinyCnn : Model {
 };
 
 // A series as its bit patterns (NaN, where nothing was evaluated, equals itself).
+// One buffer per worker for the communicators' tests, the same in every process
+// (the seed alone makes them), with magnitudes apart, so that the order of the
+// additions shows in the bits.
+inline std::vector<at::Tensor> worker_buffers(int workers, std::int64_t n = 1001) {
+  at::manual_seed(3);
+  std::vector<at::Tensor> v;
+  for (int i = 0; i < workers; ++i) v.push_back(at::randn({n}) * std::pow(10.0, i % 4));
+  return v;
+}
+
 inline std::vector<std::uint64_t> bits(const std::vector<double>& v) {
   std::vector<std::uint64_t> out(v.size());
   if (!v.empty()) std::memcpy(out.data(), v.data(), v.size() * sizeof(double));  // data() may be null
