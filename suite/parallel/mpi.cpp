@@ -6,6 +6,7 @@
 #include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +35,9 @@ void check(int rc, const char* call) {
                  std::string(text, std::size_t(len)));
 }
 
-MPI_Comm as_comm(void* p) { return static_cast<MPI_Comm>(p); }
+static_assert(sizeof(MPI_Fint) <= sizeof(mpi::CommHandle), "a Fortran handle must fit in CommHandle");
+MPI_Comm as_comm(mpi::CommHandle h) { return MPI_Comm_f2c(static_cast<MPI_Fint>(h)); }
+mpi::CommHandle handle_of(MPI_Comm c) { return MPI_Comm_c2f(c); }
 
 bool power_of_two(int k) { return k > 0 && (k & (k - 1)) == 0; }
 
@@ -144,7 +147,7 @@ RunGroup::RunGroup(const std::vector<int>& ranks, int tag) {
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm, &rank_);
   MPI_Comm_size(comm, &size_);
-  comm_ = comm;
+  comm_ = handle_of(comm);
 }
 
 void RunGroup::broadcast(long long& value) const {
@@ -203,22 +206,18 @@ void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int 
       throw ConfigError("group_size", std::to_string(count),
                         "must divide, or be a multiple of, the workers per process (" + std::to_string(local_) + ")");
     }
-    void* sub = nullptr;
-    for (auto& [size, comm] : group_comms_) {
-      if (size == count) sub = comm;
-    }
-    if (!sub) {
+    auto sub = std::find_if(group_comms_.begin(), group_comms_.end(), [&](const auto& g) { return g.first == count; });
+    if (sub == group_comms_.end()) {
       MPI_Comm c;
       check(MPI_Comm_split(as_comm(comm_), first_ / count, rank_, &c), "MPI_Comm_split");
       MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-      group_comms_.emplace_back(count, c);
-      sub = c;
+      sub = group_comms_.emplace(group_comms_.end(), count, handle_of(c));
     }
     if (first_ / count != first / count) return;  // another group's averaging
     int r = 0, k = 1;
-    MPI_Comm_rank(as_comm(sub), &r);
-    MPI_Comm_size(as_comm(sub), &k);
-    reduce_over(sub, k, r, local, count, out, scratch_);
+    MPI_Comm_rank(as_comm(sub->second), &r);
+    MPI_Comm_size(as_comm(sub->second), &k);
+    reduce_over(sub->second, k, r, local, count, out, scratch_);
     return;
   }
   if (first + count <= first_ || first >= first_ + local_) return;  // hosted elsewhere
@@ -230,8 +229,8 @@ void MpiCommunicator::mean(const std::vector<at::Tensor>& local, int first, int 
   divide_by_count(out, count);
 }
 
-void MpiCommunicator::reduce_over(void* comm_handle, int k, int r, const std::vector<at::Tensor>& local, int count,
-                                  at::Tensor& out, std::vector<at::Tensor>& scratch) {
+void MpiCommunicator::reduce_over(mpi::CommHandle comm_handle, int k, int r, const std::vector<at::Tensor>& local,
+                                  int count, at::Tensor& out, std::vector<at::Tensor>& scratch) {
   if (!out.device().is_cpu() && !mpi::cuda_aware()) {
     // Through host memory: the same arithmetic (the tree's additions run on the
     // CPU here instead of the GPU, which gives the same IEEE results). Only an

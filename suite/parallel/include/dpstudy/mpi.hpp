@@ -54,6 +54,11 @@ class Session {
   std::string host_;
 };
 
+// An MPI_Comm as its Fortran handle (MPI_Comm_c2f), so that mpi.h stays out of
+// this header: MPI_Comm is a pointer in Open MPI and an int in MPICH, while a
+// Fortran handle is an integer in every MPI.
+using CommHandle = std::int64_t;
+
 // A communicator over `ranks` (world ranks, ascending) for one run; only those
 // processes may construct it (MPI_Comm_create_group, collective over them).
 // `tag` must be unique among the groups created at the same time.
@@ -64,12 +69,12 @@ class RunGroup {
   RunGroup(const RunGroup&) = delete;
   int rank() const { return rank_; }
   int size() const { return size_; }
-  void* handle() const { return comm_; }  // MPI_Comm, opaque here
+  CommHandle handle() const { return comm_; }
   // Broadcasts `value` from the group's first process.
   void broadcast(long long& value) const;
 
  private:
-  void* comm_ = nullptr;
+  CommHandle comm_ = 0;
   int rank_ = 0, size_ = 1;
 };
 
@@ -94,14 +99,14 @@ class MpiCommunicator : public Communicator {
   int agree(int flags) override;
 
  private:
-  void reduce_over(void* comm, int ranks, int rank, const std::vector<at::Tensor>& local, int count, at::Tensor& out,
-                   std::vector<at::Tensor>& scratch);
-  void* comm_;  // the run's MPI_Comm
+  void reduce_over(mpi::CommHandle comm, int ranks, int rank, const std::vector<at::Tensor>& local, int count,
+                   at::Tensor& out, std::vector<at::Tensor>& scratch);
+  mpi::CommHandle comm_;  // the run's communicator
   int workers_, procs_, rank_, first_, local_;
   std::vector<at::Tensor> scratch_;       // the tree's, on the buffers' device
   std::vector<at::Tensor> host_scratch_;  // an exchange's through host memory (MPI not CUDA-aware)
   at::Tensor exchange_;
-  std::vector<std::pair<int, void*>> group_comms_;  // (group size, sub-communicator)
+  std::vector<std::pair<int, mpi::CommHandle>> group_comms_;  // (group size, sub-communicator)
 };
 
 }  // namespace dpstudy
