@@ -10,8 +10,18 @@ import unittest
 # A waiting rank yields its core: under `ctest -j2` another test runs beside each
 # job, and Open MPI's busy polling (its default where a job alone fills the cores)
 # took the cores from it (the default suite: 639 s, 600 s yielding).
-MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_mpi_yield_when_idle="1")
+# More processes than cores: Open MPI 4 and 5 (PRRTE) refuse them unless a variable
+# allows it. Variables, not a --oversubscribe flag: MPICH's mpiexec refuses the flag,
+# and ignores the variables, as other MPIs do.
+MPI_VARS = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_mpi_yield_when_idle": "1",
+            "OMPI_MCA_rmaps_base_oversubscribe": "1", "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe"}
+MPI_ENV = dict(os.environ, **MPI_VARS)
+
+
+def mpi_launch(mpiexec, procs):
+    """The words that start a command on `procs` processes, in MPI_ENV; none for 0 (one process,
+    no launcher). Only the standard's `-n`: the tests run under any MPI's mpiexec."""
+    return [mpiexec, "-n", str(procs)] if procs else []
 
 # ATen's plainest CPU kernels (ATEN_CPU_CAPABILITY=default) as LibTorch names them in
 # `cpu_kernels`: "NO AVX" in 1.13 and 2.6, "DEFAULT" in 2.11 (seen on the GPU machine).

@@ -10,11 +10,10 @@ import subprocess
 import sys
 import time
 
-from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures, mpi_launch
 from h5compare import assert_same_study
 
 EXE, DATA_TOOL, MPIEXEC = sys.argv[1], sys.argv[2], sys.argv[3]
-ENV = dict(MPI_ENV, OMPI_MCA_rmaps_base_oversubscribe="1")
 # A small MLP (51k parameters, not 670k) where a test is about placement, failures
 # or checkpoints, not the averaging of a model-sized buffer: each study takes half
 # the time. The default model's layouts are checked in the power-of-two test.
@@ -34,10 +33,9 @@ class MpiStudies(TempFolderTest):
         # One thread per process in every layout: a thread count can change the bits (docs/engine.md).
         cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
                "--eval_every", "7", "--output", output, "--name", "s", "--quiet", "--threads", "1", *args]
-        if procs:
-            cmd = [MPIEXEC, "-n", str(procs), "--oversubscribe"] + cmd
+        cmd = mpi_launch(MPIEXEC, procs) + cmd
         started = time.monotonic()
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=600)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env or MPI_ENV, timeout=600)
         return r, time.monotonic() - started
 
     def same_as_one_process(self, out, args):
@@ -49,10 +47,10 @@ class MpiStudies(TempFolderTest):
     def side_by_side(self, output, procs_per_job, args):
         """Jobs started at once on one study (0: no mpirun); their logs, after each exited 0."""
         def cmd(procs):
-            return ([MPIEXEC, "-n", str(procs), "--oversubscribe"] if procs else []) + [
+            return mpi_launch(MPIEXEC, procs) + [
                 EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
                 "--eval_every", "7", "--output", output, "--name", "s", "--threads", "1", *args]
-        jobs = [subprocess.Popen(cmd(p), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+        jobs = [subprocess.Popen(cmd(p), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=MPI_ENV)
                 for p in procs_per_job]
         logs = [j.communicate(timeout=600)[0] for j in jobs]
         for j, log in zip(jobs, logs):

@@ -23,7 +23,7 @@ import unittest
 
 import h5py
 
-from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures, mpi_launch
 from h5compare import assert_same_study
 
 EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
@@ -39,8 +39,7 @@ GPU_ARITHMETIC = ("NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "C
 
 def run(args, mpi=0, env=None):
     cmd = [EXE, "--threads", "1", *args]
-    if mpi:
-        cmd = [MPIEXEC, "-n", str(mpi), "--oversubscribe"] + cmd
+    cmd = mpi_launch(MPIEXEC, mpi) + cmd
     environment = {k: v for k, v in MPI_ENV.items() if k not in GPU_ARITHMETIC}
     return subprocess.run(cmd, capture_output=True, text=True, env={**environment, **(env or {})}, timeout=600)
 

@@ -29,7 +29,7 @@ import unittest
 
 import h5py
 
-from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures, mpi_launch
 from h5compare import assert_same_study
 
 MLP, RESNET, DATA_TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -39,8 +39,7 @@ SKIP = 77
 
 def run(exe, args, mpi=0, env=None):
     cmd = [exe, "--threads", "1", "--device", "cuda", *args]
-    if mpi:
-        cmd = [MPIEXEC, "-n", str(mpi), "--oversubscribe"] + cmd
+    cmd = mpi_launch(MPIEXEC, mpi) + cmd
     return subprocess.run(cmd, capture_output=True, text=True, env={**MPI_ENV, **(env or {})}, timeout=900)
 
 

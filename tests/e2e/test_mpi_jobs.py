@@ -16,9 +16,9 @@ import unittest
 
 import h5py
 
-from e2e_support import PLAINEST_ATEN, make_fixtures, start_until
+from e2e_support import MPI_ENV, PLAINEST_ATEN, make_fixtures, start_until
 from h5compare import assert_same_study
-from mpi_fixture import DATA_TOOL, ENV, EXE, MPIEXEC, SMALL, MpiStudies
+from mpi_fixture import DATA_TOOL, EXE, MPIEXEC, SMALL, MpiStudies
 
 
 class Jobs(MpiStudies):
@@ -90,10 +90,10 @@ class Jobs(MpiStudies):
         try:
             with open(os.path.join(runs, held + ".claim"), "w") as f:
                 f.write(f"{os.uname().nodename} {holder.pid}\n")
-            cmd = [MPIEXEC, "-n", "2", "--oversubscribe", EXE, "--data_dir", self.data, "--dataset", "mnist",
+            cmd = [MPIEXEC, "-n", "2", EXE, "--data_dir", self.data, "--dataset", "mnist",
                    "--batch_size", "10", "--epochs", "2", "--eval_every", "7", "--output", out, "--name", "s",
                    "--threads", "1", *args]
-            job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+            job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=MPI_ENV)
             log_path, deadline = os.path.join(out, "s", "log.txt"), time.monotonic() + 300
             while time.monotonic() < deadline and job.poll() is None:
                 if os.path.exists(log_path):
@@ -199,7 +199,7 @@ class Jobs(MpiStudies):
 
     def test_a_failing_rank_aborts_a_dynamically_placed_job(self):
         out = os.path.join(self.tmp, "fail-dyn")
-        env = dict(ENV, DPSTUDY_TEST_FAIL_AT="step:30", DPSTUDY_TEST_FAIL_RANK="1")
+        env = dict(MPI_ENV, DPSTUDY_TEST_FAIL_AT="step:30", DPSTUDY_TEST_FAIL_RANK="1")
         # 8 runs of 48 steps for 2 processes: rank 1 takes one of them long before rank 0 could finish them all.
         r, seconds = self.study(out, 2, "--workers", "2", "--seeds", "8", "--procs_per_run", "1", env=env)
         self.assertNotEqual(r.returncode, 0)
@@ -234,7 +234,7 @@ class Jobs(MpiStudies):
         # when run again.
         out = os.path.join(self.tmp, "end-error")
         args = ("--workers", "2", "--procs_per_run", "2", "--seeds", "2")
-        failing = dict(ENV, DPSTUDY_TEST_FAIL_AT="index-write:3", DPSTUDY_TEST_FAIL_RANK="0")
+        failing = dict(MPI_ENV, DPSTUDY_TEST_FAIL_AT="index-write:3", DPSTUDY_TEST_FAIL_RANK="0")
         r, _ = self.study(out, 2, *args, env=failing)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertEqual(r.stderr.count("error:"), 1, r.stderr)
@@ -244,7 +244,7 @@ class Jobs(MpiStudies):
         r, _ = self.study(out, 2, *args)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         # So is --version (and --help): once.
-        r = subprocess.run([MPIEXEC, "-n", "2", EXE, "--version"], capture_output=True, text=True, env=ENV,
+        r = subprocess.run([MPIEXEC, "-n", "2", EXE, "--version"], capture_output=True, text=True, env=MPI_ENV,
                            timeout=120)
         self.assertEqual((r.returncode, r.stdout.count("dpstudy-mlp-mnist dpstudy ")), (0, 1), r.stdout + r.stderr)
         # So is a run the job's processes cannot host, found at the start (the study's schedule and a run's
@@ -255,7 +255,7 @@ class Jobs(MpiStudies):
                       "processes of the job", r.stderr)
         self.assertNotIn("MPI_ABORT", r.stderr)
         r = subprocess.run([MPIEXEC, "-n", "2", EXE, "--data_dir", self.data, "--dataset", "mnist", "--workers", "3",
-                            "--epochs", "1"], capture_output=True, text=True, env=ENV, timeout=120)
+                            "--epochs", "1"], capture_output=True, text=True, env=MPI_ENV, timeout=120)
         self.assertEqual((r.returncode, r.stderr.count("error:")), (2, 1), r.stdout + r.stderr)
         self.assertIn("dpstudy-mlp-mnist: error: --workers: '3' must be a multiple of the job's 2 processes: a run "
                       "outside a study spreads its workers over all of them", r.stderr)
@@ -281,11 +281,11 @@ class Jobs(MpiStudies):
         out = os.path.join(self.tmp, "one-process-error")
         missing = os.path.join(self.tmp, "no-such-folder")
         rank = '"${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"'
-        cmd = [MPIEXEC, "-n", "3", "--oversubscribe", "sh", "-c",
+        cmd = [MPIEXEC, "-n", "3", "sh", "-c",
                f'if [ {rank} = 1 ]; then D="$1"; else D="$2"; fi; shift 2; exec "$@" --data_dir "$D"', "sh",
                missing, self.data, EXE, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1", "--output",
                out, "--threads", "1", "--quiet"]
-        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=120)
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         rest = self.without_line(r.stderr, "dpstudy-mlp-mnist: error: 1 of 3 processes could not start (rank 1: its "
                                            "error printed apart); the job ends")
@@ -303,7 +303,7 @@ class Jobs(MpiStudies):
                'DPSTUDY_DATA_DIR="$2"; fi; export DPSTUDY_DATA_DIR; shift 2; exec "$@"', "sh", other, self.data,
                EXE, "--dataset", "mnist", "--batch_size", "10", "--epochs", "1", "--output", out, "--threads", "1",
                "--workers", "2", "--quiet"]
-        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=120)
         self.assertNotEqual(r.returncode, 0)
         rest = self.without_line(r.stderr, "dpstudy-mlp-mnist: error: 1 of 2 processes could not start (rank 1: its "
                                            "error printed apart); the job ends")
@@ -314,7 +314,7 @@ class Jobs(MpiStudies):
                          any(f.endswith(".h5") for f in os.listdir(os.path.join(out, "mlp-mnist", "runs"))))
         # The same files on both: the run trains.
         cmd[cmd.index(other)] = self.data
-        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def run_on_two_kinds(self, name, export):
@@ -326,7 +326,7 @@ class Jobs(MpiStudies):
                'exec "$@"', "sh", EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10",
                "--epochs", "1", "--output", out, "--name", "s", "--threads", "1", "--workers", "2",
                "--procs_per_run", "2", "--quiet"]
-        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=300)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         (run,) = glob.glob(os.path.join(out, "s", "runs", "*.h5"))
         return r, run
@@ -384,9 +384,9 @@ class Jobs(MpiStudies):
         common = ["--dataset", "mnist", "--batch_size", "10", "--epochs", "10", "--threads", "1", "--output", out,
                   "--name", "shared"]
         # B holds its claim and trains: A's look finds nothing complete.
-        b = start_until([EXE, "--data_dir", data_b, "--seed", "2", *common], "starting", env=ENV)
-        a = subprocess.run([MPIEXEC, "-n", "2", "--oversubscribe", EXE, "--data_dir", slow, "--seeds", "6", *common],
-                           capture_output=True, text=True, env=ENV, timeout=600)
+        b = start_until([EXE, "--data_dir", data_b, "--seed", "2", *common], "starting", env=MPI_ENV)
+        a = subprocess.run([MPIEXEC, "-n", "2", EXE, "--data_dir", slow, "--seeds", "6", *common],
+                           capture_output=True, text=True, env=MPI_ENV, timeout=600)
         b_out, b_err = b.communicate(timeout=600)
         self.assertEqual(b.returncode, 0, b_out + b_err)
         self.assertNotEqual(a.returncode, 0, a.stdout)
@@ -398,7 +398,7 @@ class Jobs(MpiStudies):
 
     def test_a_failing_rank_aborts_the_job_and_finished_runs_are_kept(self):
         out = os.path.join(self.tmp, "fail")
-        env = dict(ENV, DPSTUDY_TEST_FAIL_AT="step:60", DPSTUDY_TEST_FAIL_RANK="1")
+        env = dict(MPI_ENV, DPSTUDY_TEST_FAIL_AT="step:60", DPSTUDY_TEST_FAIL_RANK="1")
         r, seconds = self.study(out, 2, "--workers", "2", "--seeds", "4", "--procs_per_run", "1", "--placement", "static",
                                 env=env)
         self.assertNotEqual(r.returncode, 0)

@@ -14,8 +14,9 @@ import unittest
 
 import h5py
 
+from e2e_support import MPI_ENV
 from h5compare import assert_same_study
-from mpi_fixture import ENV, EXE, MPIEXEC, SMALL, MpiStudies
+from mpi_fixture import EXE, MPIEXEC, SMALL, MpiStudies
 
 
 def cpu_has_bf16():
@@ -37,9 +38,9 @@ class Layouts(MpiStudies):
         for binding in ([], ["--bind-to", "none"]):
             launch = [MPIEXEC, "-n", "1", *binding]
             bound = subprocess.run(launch + [sys.executable, "-c", "import os; print(len(os.sched_getaffinity(0)))"],
-                                   capture_output=True, text=True, env=ENV, timeout=120, check=True)
+                                   capture_output=True, text=True, env=MPI_ENV, timeout=120, check=True)
             threads = min(int(bound.stdout.split()[-1]), os.cpu_count())
-            r = subprocess.run(launch + base, capture_output=True, text=True, env=ENV, timeout=600)
+            r = subprocess.run(launch + base, capture_output=True, text=True, env=MPI_ENV, timeout=600)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn(f"intra-op threads {threads};", r.stdout, binding)
 
@@ -92,7 +93,7 @@ class Layouts(MpiStudies):
         laptop = os.path.join(self.tmp, "t-laptop")
         cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
                "--eval_every", "7", "--output", laptop, "--name", "s", "--quiet", "--threads", "2", *args]
-        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
         self.assertEqual(r.returncode, 0, r.stderr)
         runs = assert_same_study(self, os.path.join(cluster, "s"), os.path.join(laptop, "s"))
         self.assertEqual(len(runs), 2)
@@ -120,7 +121,7 @@ class Layouts(MpiStudies):
         cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--batch_size", "10", "--epochs", "2",
                "--eval_every", "7", "--output", side, "--name", "s", "--quiet", "--threads", "2", *args,
                "--precision", "bf16"]
-        r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
         self.assertEqual(r.returncode, 0, r.stderr)
         assert_same_study(self, os.path.join(one, "s"), os.path.join(side, "s"))
         fp32 = os.path.join(self.tmp, "bf16-fp32")
@@ -146,7 +147,7 @@ class Layouts(MpiStudies):
     def test_killed_mpi_study_resumes_from_per_process_checkpoints(self):
         args = [*SMALL, "--workers", "2", "--sync_period", "1,4", "--checkpoint_steps", "10", "--procs_per_run", "2"]
         out = os.path.join(self.tmp, "killed")
-        r, _ = self.study(out, 2, *args, env=dict(ENV, DPSTUDY_TEST_KILL_AT="step:25"))
+        r, _ = self.study(out, 2, *args, env=dict(MPI_ENV, DPSTUDY_TEST_KILL_AT="step:25"))
         self.assertNotEqual(r.returncode, 0)
         ckpts = sorted(f for f in os.listdir(os.path.join(out, "s", "runs")) if ".ckpt." in f)
         self.assertEqual(len(ckpts), 2, ckpts)  # one per process: r0of2, r1of2
@@ -171,7 +172,7 @@ class Layouts(MpiStudies):
             with self.subTest(placement=placement):
                 args = ["--workers", "2", "--sync_period", "1,4", "--procs_per_run", "2", "--placement", placement]
                 out = os.path.join(self.tmp, "signalled-" + placement)
-                env = dict(ENV, DPSTUDY_TEST_KILL_AT="step:25", DPSTUDY_TEST_KILL_SIGNAL="TERM",
+                env = dict(MPI_ENV, DPSTUDY_TEST_KILL_AT="step:25", DPSTUDY_TEST_KILL_SIGNAL="TERM",
                            DPSTUDY_TEST_KILL_RANK="1")
                 r, _ = self.study(out, 2, *args, env=env)
                 self.assertEqual(r.returncode, 5, r.stdout + r.stderr)
@@ -200,7 +201,7 @@ class Layouts(MpiStudies):
         # 1 started a second late; with 2 runs it had sometimes finished its own.)
         args = ["--workers", "2", "--sync_period", "1,4", "--seeds", "8", "--procs_per_run", "1"]
         out = os.path.join(self.tmp, "finished-by-another")
-        env = dict(ENV, DPSTUDY_TEST_KILL_AT="step:25", DPSTUDY_TEST_KILL_SIGNAL="TERM", DPSTUDY_TEST_KILL_RANK="1")
+        env = dict(MPI_ENV, DPSTUDY_TEST_KILL_AT="step:25", DPSTUDY_TEST_KILL_SIGNAL="TERM", DPSTUDY_TEST_KILL_RANK="1")
         r, _ = self.study(out, 2, *args, env=env)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         runs = os.path.join(out, "s", "runs")
@@ -217,9 +218,9 @@ class Layouts(MpiStudies):
         # over together, rather than training from different steps.
         args = [*SMALL, "--workers", "2", "--sync_period", "1", "--procs_per_run", "2", "--checkpoint_steps", "10"]
         out = os.path.join(self.tmp, "unreadable")
-        r, _ = self.study(out, 2, *args, env=dict(ENV, DPSTUDY_TEST_KILL_AT="step:25"))
+        r, _ = self.study(out, 2, *args, env=dict(MPI_ENV, DPSTUDY_TEST_KILL_AT="step:25"))
         self.assertNotEqual(r.returncode, 0)
-        env = dict(ENV, DPSTUDY_TEST_FAIL_AT="checkpoint-read:1", DPSTUDY_TEST_FAIL_RANK="1")
+        env = dict(MPI_ENV, DPSTUDY_TEST_FAIL_AT="checkpoint-read:1", DPSTUDY_TEST_FAIL_RANK="1")
         r, _ = self.study(out, 2, *args, env=env)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         with open(os.path.join(out, "s", "log.txt")) as log:
@@ -231,7 +232,7 @@ class Layouts(MpiStudies):
         # agree on the step, so that a kill leaves one set that resumes.
         args = ["--workers", "2", "--sync_period", "1", "--procs_per_run", "2", "--checkpoint_interval", "0.01"]
         out = os.path.join(self.tmp, "timed")
-        r, _ = self.study(out, 2, *args, env=dict(ENV, DPSTUDY_TEST_KILL_AT="step:40"))
+        r, _ = self.study(out, 2, *args, env=dict(MPI_ENV, DPSTUDY_TEST_KILL_AT="step:40"))
         self.assertNotEqual(r.returncode, 0)
         runs = os.path.join(out, "s", "runs")
         steps = set()
@@ -247,7 +248,7 @@ class Layouts(MpiStudies):
     def test_checkpoints_of_another_layout_are_not_used_and_are_removed(self):
         args = ["--workers", "2", "--sync_period", "1,4", "--checkpoint_steps", "10"]
         out = os.path.join(self.tmp, "relayout")
-        r, _ = self.study(out, 2, *args, "--procs_per_run", "2", env=dict(ENV, DPSTUDY_TEST_KILL_AT="step:25"))
+        r, _ = self.study(out, 2, *args, "--procs_per_run", "2", env=dict(MPI_ENV, DPSTUDY_TEST_KILL_AT="step:25"))
         self.assertNotEqual(r.returncode, 0)
         r, _ = self.study(out, 0, *args)  # one process now
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -19,7 +19,7 @@ import unittest
 import h5py
 import numpy as np
 
-from e2e_support import MPI_ENV, PLAINEST_ATEN, TempFolderTest, make_fixtures
+from e2e_support import MPI_ENV, PLAINEST_ATEN, TempFolderTest, make_fixtures, mpi_launch
 
 MLP, RESNET, DATA_TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
 MPIEXEC = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -46,8 +46,7 @@ class Reproduce(TempFolderTest):
     @classmethod
     def exe(cls, cmd, status=0, mpi=0, env=None):
         cmd = [cmd[0], "--data_dir", cls.data, "--quiet", *cmd[1:]]
-        if mpi:
-            cmd = [MPIEXEC, "-n", str(mpi), "--oversubscribe"] + cmd
+        cmd = mpi_launch(MPIEXEC, mpi) + cmd
         r = subprocess.run(cmd, capture_output=True, text=True, env=dict(MPI_ENV, **(env or {})), timeout=600)
         if r.returncode != status:
             raise AssertionError(f"{cmd}: exit {r.returncode}, expected {status}\n{r.stdout}\n{r.stderr}")

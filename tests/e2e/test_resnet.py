@@ -14,7 +14,7 @@ import unittest
 
 import h5py
 
-from e2e_support import MPI_ENV, TempFolderTest, make_fixtures
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures, mpi_launch
 from h5compare import assert_same_study
 
 EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
@@ -35,8 +35,7 @@ class ResNet(TempFolderTest):
 
     def run_exe(self, *args, data=None, status=0, mpi=0):
         cmd = [EXE, "--data_dir", data or self.data, "--threads", "1", *args]
-        if mpi:
-            cmd = [MPIEXEC, "-n", str(mpi), "--oversubscribe"] + cmd
+        cmd = mpi_launch(MPIEXEC, mpi) + cmd
         r = subprocess.run(cmd, capture_output=True, text=True, env=MPI_ENV, timeout=600)
         self.assertEqual(r.returncode, status, f"{args}: {r.stdout}\n{r.stderr}")
         return r.stdout + r.stderr

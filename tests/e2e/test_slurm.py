@@ -27,13 +27,12 @@ import unittest
 
 import h5py
 
+from e2e_support import MPI_VARS
 from h5compare import assert_same_study
 import slurm_cluster
 
 MODE, LAUNCHER, EXE, DATA_TOOL = sys.argv[1:5]
 SELFTEST = sys.argv[5] if len(sys.argv) > 5 else None
-# As e2e_support's MPI_ENV: root allowed, and a waiting rank yields its core to the tests beside it.
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_mpi_yield_when_idle": "1"}
 SKIP = 77
 
 STUDY = """[study]
@@ -308,7 +307,7 @@ class OnOneNodeCluster(Workspace):
     def test_study_requeued_at_the_time_limit_finishes_with_the_mpirun_results(self):
         with open(self.study, "w") as f:
             f.write(STUDY.format(epochs=20))  # a few seconds per run: long enough to interrupt
-        mpi_env = dict(os.environ, **MPI_ENV)
+        mpi_env = dict(os.environ, **MPI_VARS)
         reference = os.path.join(self.tmp, "reference")
         r = subprocess.run(["mpirun", "-np", "2", EXE, "--study", self.study, "--output", reference, "--threads",
                             "1", "--data_dir", self.data, "--quiet"], capture_output=True, text=True, env=mpi_env,
@@ -316,7 +315,7 @@ class OnOneNodeCluster(Workspace):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
         with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
-            env = dict(cluster.env, **MPI_ENV)
+            env = dict(cluster.env, **MPI_VARS)
             # No periodic checkpoint: what resumes a run is the one its stop made.
             r = launcher(self.study, "--workload", EXE, "--tasks-per-node", "2", "--time", "10:00", "--submit",
                          "--", "--data_dir", self.data, env=env, cwd=self.tmp)
@@ -387,7 +386,7 @@ class OnOneNodeCluster(Workspace):
         output = os.path.join(self.tmp, "my results #2 %j")
         results = os.path.join(output, "slurmtest")
         with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
-            env = dict(cluster.env, **MPI_ENV)
+            env = dict(cluster.env, **MPI_VARS)
             r = launcher(self.study, "--workload", EXE, "--tasks-per-node", "2", "--time", "10:00", "--submit",
                          "--output", output, "--", "--data_dir", self.data, env=env, cwd=self.tmp)
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -414,7 +413,7 @@ class OnOneNodeCluster(Workspace):
         self.assertEqual(len([f for f in os.listdir(runs) if ".ckpt." in f]), 2, os.listdir(runs))
         r = subprocess.run(["mpirun", "-np", "2", EXE, "--study", self.study, "--output", os.path.dirname(results),
                             "--threads", "1", "--data_dir", self.data], capture_output=True, text=True,
-                           env=dict(os.environ, **MPI_ENV), timeout=300)
+                           env=dict(os.environ, **MPI_VARS), timeout=300)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"resuming from its checkpoint at step {stopped.group(1)}", r.stdout)
         assert_same_study(self, os.path.join(reference, "slurmtest"), results)
@@ -454,9 +453,9 @@ class OnOneNodeCluster(Workspace):
             self.skipTest("no installed dpstudy-selftest given")
         work = os.path.join(self.tmp, "selftest")
         with slurm_cluster.Cluster(os.path.join(self.tmp, "cluster")) as cluster:
-            r = subprocess.run([SELFTEST, "--slurm", "--workdir", work, "--slurm-timeout", "300", "--mpiexec",
-                                "mpirun --oversubscribe"], capture_output=True, text=True,
-                               env=dict(cluster.env, **MPI_ENV), timeout=500)
+            r = subprocess.run([SELFTEST, "--slurm", "--workdir", work, "--slurm-timeout", "300"],
+                               capture_output=True, text=True,
+                               env=dict(cluster.env, **MPI_VARS), timeout=500)
             tail = cluster.log_tail()
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr + tail)
         self.assertRegex(r.stdout, r"slurm +passed +[0-9.]+ +job [0-9]+: 2 runs on 2 tasks, identical to one "

@@ -17,7 +17,7 @@ import unittest
 
 import h5py
 
-from e2e_support import MPI_ENV, TempFolderTest, make_fixtures, need_gnuplot
+from e2e_support import MPI_ENV, TempFolderTest, make_fixtures, mpi_launch, need_gnuplot
 
 EXE, DATA_TOOL, ANALYZE = sys.argv[1], sys.argv[2], sys.argv[3]
 MPIEXEC = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -35,8 +35,7 @@ class Throughput(TempFolderTest):
     def run_exe(self, *args, mpi=0):
         cmd = [EXE, "--data_dir", self.data, "--dataset", "mnist", "--threads", "1", "--batch_size", "10",
                "--mode", "throughput", "--device", "cpu", *args]  # names below say device:cpu, also on a GPU machine
-        if mpi:
-            cmd = [MPIEXEC, "-np", str(mpi), "--oversubscribe", *cmd]
+        cmd = mpi_launch(MPIEXEC, mpi) + cmd
         # In the class's folder: calls without --output write results/ under the working directory.
         return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=MPI_ENV, cwd=self.tmp)
 
