@@ -61,6 +61,32 @@ class SpackPackage(unittest.TestCase):
         self.assertEqual(set(options), {"DPSTUDY_WITH_CUDA", "DPSTUDY_WITH_MPI", "DPSTUDY_BUILD_TESTS",
                                         "DPSTUDY_BUILD_BENCHMARKS"})
 
+    def test_cmake_args_is_a_method_that_passes_every_option(self):
+        # Spack calls Dpstudy.cmake_args; lines it cannot reach pass nothing. The
+        # package once lost its `def cmake_args`, and the option lines sat after a
+        # raise in torch_dir: every variant built with CMake's defaults.
+        with open(PACKAGE) as f:
+            tree = ast.parse(f.read(), PACKAGE)
+        cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Dpstudy")
+        method = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "cmake_args"), None)
+        self.assertIsNotNone(method, "class Dpstudy has no cmake_args method")
+        inside = {id(n) for n in ast.walk(method)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("define_from_variant", "define"):
+                self.assertIn(id(node), inside, f"line {node.lineno}: a CMake definition outside cmake_args")
+        calls = [getattr(n.func, "attr", "") for n in ast.walk(method) if isinstance(n, ast.Call)]
+        self.assertIn("torch_dir", calls)
+        self.assertEqual(calls.count("define_from_variant"), 4)
+        # No statement after a return or raise in the same block, anywhere in the file.
+        for node in ast.walk(tree):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if not isinstance(block, list):
+                    continue
+                for i, stmt in enumerate(block[:-1]):
+                    self.assertNotIsInstance(stmt, (ast.Return, ast.Raise),
+                                             f"line {block[i + 1].lineno}: unreachable after line {stmt.lineno}")
+
     def configure(self, *defs):
         with tempfile.TemporaryDirectory(prefix="dpstudy-variant-") as build:
             return subprocess.run(["cmake", "-S", SOURCE, "-B", build, f"-DTorch_DIR={TORCH_DIR}",

@@ -137,6 +137,9 @@ class Dpstudy(CMakePackage, CudaPackage):
             + ". An external py-torch needs LibTorch's CMake files (Debian: libtorch-dev)."
         )
 
+    def cmake_args(self):
+        spec = self.spec
+        torch_dir = self.torch_dir()
         args = [
             self.define_from_variant("DPSTUDY_WITH_CUDA", "cuda"),
             self.define_from_variant("DPSTUDY_WITH_MPI", "mpi"),
