@@ -5,6 +5,7 @@
 
 import glob
 import os
+import re
 
 import spack
 from spack.package import *
@@ -151,6 +152,15 @@ class Dpstudy(CMakePackage, CudaPackage):
             args.append(self.define("MPI_CXX_COMPILER", spec["mpi"].mpicxx))
         if spec.satisfies("+cuda"):
             args.append(self.define("CUDAToolkit_ROOT", spec["cuda"].prefix))
+            # LibTorch's CMake files read the architectures from this variable; py-torch sets it in
+            # the environment, which PyTorch 2.6 warns will become an error.
+            # Spack's 90, 90a, 100f are LibTorch's 9.0, 9.0a, 10.0f.
+            arch = [re.sub(r"(\d)([a-z]?)$", r".\1\2", a) for a in spec.variants["cuda_arch"].value]
+            args.append(self.define("TORCH_CUDA_ARCH_LIST", ";".join(arch)))
+            if spec.satisfies("^cuda+allow-unsupported-compilers"):
+                # LibTorch's CMake files enable CUDA: CMake runs nvcc, which refuses a host
+                # compiler (Spack's CUDAHOSTCXX) newer than its CUDA lists.
+                args.append(self.define("CMAKE_CUDA_FLAGS", "-allow-unsupported-compiler"))
         if spec.satisfies("+tests"):
             # The e2e tests run under Spack's Python (py-h5py, py-pandas, py-scipy),
             # not /usr/bin/python3.
