@@ -151,7 +151,10 @@ TEST(RuntimeInfo, TheCudaLibrariesLoadedTellTheirVersions) {
   }
   const bool cudnn = dlopen((folder + "/libcudnn.so").c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr;
   const CudaLibraryVersions loaded = cuda_library_versions();
-  const std::string include = folder + "/../include/";
+  // The headers beside the libraries' folder (lib64 or targets/<arch>/lib), or one up from a
+  // multiarch folder (Debian: /usr/lib/x86_64-linux-gnu, /usr/include).
+  std::string include = folder + "/../include/";
+  if (!std::ifstream(include + "cuda_runtime_api.h")) include = folder + "/../../include/";
   const std::string runtime = defined_in(include + "cuda_runtime_api.h", "CUDART_VERSION");
   ASSERT_FALSE(runtime.empty()) << "no CUDART_VERSION in " << include << "cuda_runtime_api.h";
   EXPECT_EQ(loaded.runtime, cuda_version_text(std::stol(runtime)));

@@ -138,6 +138,17 @@ class Dpstudy(CMakePackage, CudaPackage):
             + ". An external py-torch needs LibTorch's CMake files (Debian: libtorch-dev)."
         )
 
+    def cuda_libraries(self):
+        """The folder of the cuda spec's libcudart.so: lib64 for a Spack-built cuda, a
+        multiarch folder for a system one (Debian: /usr/lib/x86_64-linux-gnu); None if
+        there is none."""
+        prefix = self.spec["cuda"].prefix
+        for pattern in ("lib64", "lib", "targets/*/lib", "lib/*"):
+            for folder in sorted(glob.glob(join_path(prefix, pattern))):
+                if os.path.isfile(join_path(folder, "libcudart.so")):
+                    return folder
+        return None
+
     def cmake_args(self):
         spec = self.spec
         torch_dir = self.torch_dir()
@@ -166,11 +177,12 @@ class Dpstudy(CMakePackage, CudaPackage):
             # not /usr/bin/python3.
             args.append(self.define("DPSTUDY_TEST_PYTHON", spec["python"].command.path))
             if spec.satisfies("+cuda"):
-                # The toolkit's driver stub and runtime libraries: the GPU look-ups' unit tests
-                # (skipped where CMake finds none under /usr/local/cuda*).
-                lib = join_path(spec["cuda"].prefix, "lib64")
-                args.append(self.define("DPSTUDY_TEST_CUDA_DRIVER_STUB", join_path(lib, "stubs", "libcuda.so")))
-                args.append(self.define("DPSTUDY_TEST_CUDA_LIBRARIES", lib))
+                # The spec's toolkit's driver stub and runtime libraries, for the GPU look-ups'
+                # unit tests; each is skipped where it is empty, not run on another toolkit.
+                lib = self.cuda_libraries()
+                stub = join_path(lib, "stubs", "libcuda.so") if lib else ""
+                args.append(self.define("DPSTUDY_TEST_CUDA_DRIVER_STUB", stub if os.path.isfile(stub) else ""))
+                args.append(self.define("DPSTUDY_TEST_CUDA_LIBRARIES", lib or ""))
         return args
 
     # spack test run dpstudy: the installed programs on small generated data, through
