@@ -168,6 +168,14 @@ class Throughput(TempFolderTest):
         with h5py.File(older, "r+") as f:
             del f["provenance"]
         self.assertIn("\n# measured with: not recorded (a table from before 2026-12-03)\n", table(older))
+        # A column shorter than the others (a damaged file): a message, not a read past its end.
+        short = os.path.join(out, "short.h5")
+        shutil.copy(older, short)
+        with h5py.File(short, "r+") as f:
+            del f["throughput/run_type"]
+            f["throughput"].create_dataset("run_type", shape=(0,), dtype="S9")
+        self.assertIn(f"{short}: column 'throughput/run_type' has 0 rows, 'benchmark' 6: expected one row per "
+                      "reported run", table(short, status=1))
         # A table without the columns a speed-up needs (an edited file, or another program's).
         with h5py.File(older, "r+") as f:
             del f["throughput/samples_per_s"]

@@ -49,6 +49,13 @@ Speed read_speed(const std::string& path) {
     } else {
       for (const auto v : t.read_doubles(name)) text.push_back(num(v, 17));
     }
+    // One row per reported run in every column: a damaged or edited table is not read past.
+    if (const std::size_t rows = s.benchmark.size(); text.size() != rows) {
+      throw DataError(path, "column 'throughput/" + name + "' has " + std::to_string(text.size()) +
+                                " rows, 'benchmark' " + std::to_string(rows) +
+                                ": expected one row per reported run (a damaged or edited table; --mode "
+                                "throughput writes it anew)");
+    }
     s.columns[name] = std::move(text);
   }
   // The index's derived column (load.cpp), so that groups by it find their point too.
