@@ -163,6 +163,7 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
     fail_point("step");
     if (out_of_memory_point("step"))
       TORCH_CHECK_WITH(OutOfMemoryError, false, "injected: out of memory (DPSTUDY_TEST_OOM_AT)");
+    TORCH_CHECK(!torch_error_point("step"), "injected: a LibTorch error (DPSTUDY_TEST_TORCH_ERROR_AT)");
     unread.push_back({step_, lr, elapsed(), comm_s_, comm_bytes_});
     const bool epoch_end = step_ % steps_per_epoch_ == 0, growth_due = step_ == growth_next;
     if (growth_due) growth_next = growth_evaluation_after(step_, c.eval_growth);

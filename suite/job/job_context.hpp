@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <c10/util/Exception.h>
 #include <boost/program_options/errors.hpp>
 
 #include "dpstudy/communicator.hpp"
@@ -61,6 +62,14 @@ struct JobEnded {
   }
 };
 
+// LibTorch's message without its C++ backtrace, which says nothing to a user;
+// with it where TORCH_SHOW_CPP_STACKTRACES=1, as in PyTorch: which operation
+// failed, inside a step captured as a CUDA graph, say.
+inline std::string torch_message(const c10::Error& e) {
+  const char* show = std::getenv("TORCH_SHOW_CPP_STACKTRACES");
+  return show && std::string(show) == "1" ? std::string(e.what()) : e.what_without_backtrace();
+}
+
 // Runs `step`, turning its error into how the step ended.
 template <typename Step>
 JobEnded ending_of(Step&& step) {
@@ -70,6 +79,8 @@ JobEnded ending_of(Step&& step) {
     return {2, e.what(), true};
   } catch (const UsageError& e) {
     return {2, e.what(), true};
+  } catch (const c10::Error& e) {
+    return {1, torch_message(e), false};
   } catch (const std::exception& e) {
     return {1, e.what(), false};
   }

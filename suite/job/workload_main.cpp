@@ -242,8 +242,8 @@ int engine_main(int argc, char** argv, const Workload& workload, const std::stri
                     " (give a smaller batch_size, fewer workers per process or fewer --runs_at_once; "
                     "docs/studies.md#runs-at-once)",
                 1, false);
-  } catch (const c10::Error& e) {  // LibTorch's message, without its C++ backtrace
-    return fail(session, prog, current_run, e.what_without_backtrace(), 1, false);
+  } catch (const c10::Error& e) {
+    return fail(session, prog, current_run, torch_message(e), 1, false);
   } catch (const std::exception& e) {
     return fail(session, prog, current_run, e.what(), 1, false);
   }

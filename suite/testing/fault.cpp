@@ -96,4 +96,11 @@ bool out_of_memory_point(const char* name) {
   return mine && reached(spec, "DPSTUDY_TEST_OOM_AT", name);
 }
 
+bool torch_error_point(const char* name) {
+  static const char* spec = std::getenv("DPSTUDY_TEST_TORCH_ERROR_AT");
+  if (!spec || !*spec) return false;
+  static const bool mine = this_rank("DPSTUDY_TEST_TORCH_ERROR_RANK");
+  return mine && reached(spec, "DPSTUDY_TEST_TORCH_ERROR_AT", name);
+}
+
 }  // namespace dpstudy

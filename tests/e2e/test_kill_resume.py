@@ -25,16 +25,20 @@ EXE, DATA_TOOL = sys.argv[1], sys.argv[2]
 FIXTURES = None  # made in the test class's folder
 
 
-def study(output, *extra, kill=None, signal=None, fail=None, oom=None):
+def study(output, *extra, kill=None, signal=None, fail=None, oom=None, torch_error=None, backtrace=False):
     # A small MLP (51k parameters, not 670k): a checkpoint is then 0.8 MB, not 10.7,
     # and these studies write hundreds (docs/performance.md); the tests are about
     # stopping and resuming, which do not depend on the model's size.
     env = dict(os.environ)
     for k in ("DPSTUDY_TEST_KILL_AT", "DPSTUDY_TEST_KILL_SIGNAL", "DPSTUDY_TEST_KILL_RANK", "DPSTUDY_TEST_FAIL_AT",
-              "DPSTUDY_TEST_OOM_AT"):
+              "DPSTUDY_TEST_OOM_AT", "DPSTUDY_TEST_TORCH_ERROR_AT", "TORCH_SHOW_CPP_STACKTRACES"):
         env.pop(k, None)
     if oom:
         env["DPSTUDY_TEST_OOM_AT"] = oom
+    if torch_error:
+        env["DPSTUDY_TEST_TORCH_ERROR_AT"] = torch_error
+    if backtrace:
+        env["TORCH_SHOW_CPP_STACKTRACES"] = "1"
     if fail:
         env["DPSTUDY_TEST_FAIL_AT"] = fail
     if kill:
@@ -205,6 +209,24 @@ class KillAndResume(TempFolderTest):
         self.assertIn("error: injected: out of memory (DPSTUDY_TEST_OOM_AT) (give a smaller batch_size, fewer "
                       "workers per process or fewer --runs_at_once", r.stderr)
         self.assertNotIn("frame #", r.stderr)
+
+    def test_a_libtorch_error_is_its_message_and_with_torch_show_cpp_stacktraces_its_backtrace(self):
+        # An error LibTorch throws (injected at the process's 30th step, the first run's last of its first epoch): its
+        # message alone, exit
+        # status 1; with TORCH_SHOW_CPP_STACKTRACES=1, as in PyTorch, its C++ backtrace after it. The study then
+        # resumes to the results of one never stopped.
+        out = os.path.join(self.tmp, "torch-error")
+        message = "dpstudy-mlp-mnist: error: injected: a LibTorch error (DPSTUDY_TEST_TORCH_ERROR_AT)\n"
+        r = study(out, torch_error="step:30")
+        self.assertEqual((r.returncode, r.stderr), (1, message), r.stdout)
+        r = study(out, torch_error="step:30", backtrace=True)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertTrue(r.stderr.startswith(message + "Exception raised from "), r.stderr)
+        self.assertIn("frame #1:", r.stderr)
+        r = study(out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        runs = assert_same_study(self, os.path.join(self.reference, "kill"), os.path.join(out, "kill"))
+        self.assertEqual(len(runs), 4, runs)
 
     def test_a_checkpoint_of_an_earlier_dpstudy_is_resumed(self):
         # Keys added since (eval_at_sync, test_every, eval_growth, max_steps) at their old behaviour's

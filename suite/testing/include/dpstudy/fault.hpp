@@ -21,4 +21,9 @@ void fail_point(const char* name);
 // LibTorch's OutOfMemoryError as the allocator would (the CPU has none).
 bool out_of_memory_point(const char* name);
 
+// And for any other error of LibTorch's: with DPSTUDY_TEST_TORCH_ERROR_AT="NAME:K"
+// (and DPSTUDY_TEST_TORCH_ERROR_RANK=R), true on the K-th pass, where the caller
+// throws a c10::Error, as an operation LibTorch refuses would.
+bool torch_error_point(const char* name);
+
 }  // namespace dpstudy
