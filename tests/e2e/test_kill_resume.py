@@ -211,17 +211,19 @@ class KillAndResume(TempFolderTest):
         self.assertNotIn("frame #", r.stderr)
 
     def test_a_libtorch_error_is_its_message_and_with_torch_show_cpp_stacktraces_its_backtrace(self):
-        # An error LibTorch throws (injected at the process's 30th step, the first run's last of its first epoch): its
-        # message alone, exit
-        # status 1; with TORCH_SHOW_CPP_STACKTRACES=1, as in PyTorch, its C++ backtrace after it. The study then
-        # resumes to the results of one never stopped.
+        # An error LibTorch throws (injected at the process's 30th step, the first run's last of its first
+        # epoch): its message alone, exit status 1; with TORCH_SHOW_CPP_STACKTRACES=1, as in PyTorch, its C++
+        # backtrace after it. The study then resumes to the results of one never stopped. (LibTorch may warn on
+        # stderr before, on some CPUs: the message is looked for, not the whole stream.)
         out = os.path.join(self.tmp, "torch-error")
         message = "dpstudy-mlp-mnist: error: injected: a LibTorch error (DPSTUDY_TEST_TORCH_ERROR_AT)\n"
         r = study(out, torch_error="step:30")
-        self.assertEqual((r.returncode, r.stderr), (1, message), r.stdout)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertTrue(r.stderr.endswith(message), r.stderr)
+        self.assertNotIn("Exception raised from", r.stderr)
         r = study(out, torch_error="step:30", backtrace=True)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertTrue(r.stderr.startswith(message + "Exception raised from "), r.stderr)
+        self.assertIn(message + "Exception raised from ", r.stderr)
         self.assertIn("frame #1:", r.stderr)
         r = study(out)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
