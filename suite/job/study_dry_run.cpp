@@ -45,12 +45,13 @@ void print_schedule(const DryRun& d, std::int64_t todo_cost) {
         "and end as the estimated costs predict\n",
         d.schedule.size(), d.processes, sizes_text.c_str());
   } else {
-    std::printf("# schedule: %zu runs on %d process(es), placed in advance, largest estimated cost first%s\n",
-                d.schedule.size(), d.processes,
-                g.placement == "static" ? ""
-                : !uniform ? " (its runs' processes per run do not nest: each must divide the next larger, and "
-                             "the smallest the processes)"
-                           : " (the processes per run do not divide the processes)");
+    std::printf(
+        "# schedule: %zu runs on %d process(es), placed in advance, round by round, largest estimated cost first%s\n",
+        d.schedule.size(), d.processes,
+        g.placement == "static" ? ""
+        : !uniform              ? " (its runs' processes per run do not nest: each must divide the next larger, and "
+                                  "the smallest the processes)"
+                                : " (the processes per run do not divide the processes)");
   }
   double makespan = 0;
   std::printf("# %4s  %-16s  %-12s%s  %16s  %16s\n", "run", "run id", "ranks", lanes ? "  lane" : "", "start (samples)",

@@ -206,10 +206,12 @@ void StudyJob::make_schedule() {
     todo_.push_back(i);
     costs_.push_back(double(plan_[i].cost));
     procs_.push_back(p);
+    rounds_.push_back(plan_[i].round);
   }
   dynamic_ = options_.placement == "dynamic" && (procs_.empty() || sizes_nest(procs_, planned_processes()));
   const int world = planned_processes();
-  schedule_ = dynamic_ ? schedule_nested(costs_, procs_, world) : schedule_runs(costs_, procs_, world);
+  schedule_ =
+      dynamic_ ? schedule_nested(costs_, procs_, world, rounds_) : schedule_runs(costs_, procs_, world, rounds_);
   for (auto& pl : schedule_) {
     pl.run = todo_[pl.run];
     makespan_ = std::max(makespan_, pl.end);
@@ -227,7 +229,7 @@ void StudyJob::lane_schedule(DryRun& d) const {
   const int n = job_.runs_at_once == 0 ? d.predicted_at_once : job_.runs_at_once;
   if (n < 2 || !dynamic_ || std::any_of(procs_.begin(), procs_.end(), [](int p) { return p != 1; })) return;
   const int world = planned_processes();
-  d.schedule = schedule_nested(costs_, std::vector<int>(costs_.size(), 1), world * n);
+  d.schedule = schedule_nested(costs_, std::vector<int>(costs_.size(), 1), world * n, rounds_);
   d.lane.clear();
   for (Placement& pl : d.schedule) {
     pl.run = todo_[pl.run];

@@ -151,6 +151,7 @@ class StudyJob {
   std::vector<int> procs_;    // per run to do
   std::vector<std::size_t> todo_;  // the runs to do: their places in plan_
   std::vector<double> costs_;      // per run to do: its estimated cost
+  std::vector<std::size_t> rounds_;  // per run to do: its round (PlannedRun::round)
   bool dynamic_ = false;
   std::atomic<bool> stopped_{false};  // a run of this process stopped (stop.hpp)
   // What the runs a process trains at once share in it: the members below

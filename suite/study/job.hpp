@@ -101,6 +101,11 @@ struct PlannedRun {
   std::string id;
   std::int64_t cost = 0;  // sample-gradients: steps x W b; set once the data's size is known
   std::size_t cells = 1;  // combinations of the study this run stands for (> 1: a shared run)
+  // Its seed's place among the study's seeds, times the search's trials, plus
+  // its trial: runs go out round by round (schedule.hpp), so a study stopped
+  // early holds whole replicates of its design, not all of some cells' seeds
+  // or trials and none of the others'.
+  std::size_t round = 0;
 };
 
 struct Plan {

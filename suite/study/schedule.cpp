@@ -18,6 +18,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 #include "dpstudy/file_io.hpp"
@@ -25,13 +26,25 @@
 
 namespace dpstudy {
 
-std::vector<Placement> schedule_runs(const std::vector<double>& costs, const std::vector<int>& procs, int world) {
+std::vector<std::size_t> take_order(const std::vector<double>& costs, const std::vector<std::size_t>& rounds) {
+  if (!rounds.empty() && rounds.size() != costs.size()) {
+    throw std::invalid_argument("take_order: " + std::to_string(rounds.size()) + " rounds for " +
+                                std::to_string(costs.size()) + " runs");
+  }
   std::vector<std::size_t> order(costs.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return costs[a] > costs[b]; });
+  const auto round = [&](std::size_t i) { return rounds.empty() ? 0 : rounds[i]; };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return round(a) != round(b) ? round(a) < round(b) : costs[a] > costs[b];
+  });
+  return order;
+}
+
+std::vector<Placement> schedule_runs(const std::vector<double>& costs, const std::vector<int>& procs, int world,
+                                     const std::vector<std::size_t>& rounds) {
   std::vector<double> free_at(static_cast<std::size_t>(world), 0.0);
   std::vector<Placement> out;
-  for (std::size_t i : order) {
+  for (std::size_t i : take_order(costs, rounds)) {
     std::vector<int> ranks(static_cast<std::size_t>(world));
     std::iota(ranks.begin(), ranks.end(), 0);
     std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) { return free_at[std::size_t(a)] < free_at[std::size_t(b)]; });
@@ -307,15 +320,13 @@ std::vector<Block> nested_blocks(const std::vector<int>& procs, int world, int r
   return out;
 }
 
-std::vector<Placement> schedule_nested(const std::vector<double>& costs, const std::vector<int>& procs, int world) {
+std::vector<Placement> schedule_nested(const std::vector<double>& costs, const std::vector<int>& procs, int world,
+                                       const std::vector<std::size_t>& rounds) {
   if (costs.empty() || !sizes_nest(procs, world)) return {};
   const std::vector<int> sizes = distinct_descending(procs);
-  // Each size's runs, largest cost first.
+  // Each size's runs, in take_order.
   std::map<int, std::vector<std::size_t>> waiting;
-  std::vector<std::size_t> order(costs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return costs[a] > costs[b]; });
-  for (std::size_t i : order) waiting[procs[i]].push_back(i);
+  for (std::size_t i : take_order(costs, rounds)) waiting[procs[i]].push_back(i);
   std::map<int, std::size_t> taken;  // size -> runs of it taken so far
   // Free blocks by (time, first rank); each rank's first block to start with.
   std::set<std::tuple<double, int, int>> free;  // time, first rank, size

@@ -189,6 +189,16 @@ void note_sharing(const PlannedRun& a, const RawValues& b, std::map<std::string,
   }
 }
 
+// The place of `base`'s seed among the study's seeds (0 without a seed axis):
+// its replicate, for PlannedRun::round.
+std::size_t place_of_seed(const std::vector<std::pair<std::string, std::vector<std::string>>>& axes,
+                          const RawValues& base) {
+  const auto seeds = std::find_if(axes.begin(), axes.end(), [](const auto& a) { return a.first == "seed"; });
+  const auto seed = std::find_if(base.begin(), base.end(), [](const auto& kv) { return kv.first == "seed"; });
+  if (seeds == axes.end() || seed == base.end()) return 0;
+  return std::size_t(std::find(seeds->second.begin(), seeds->second.end(), seed->second) - seeds->second.begin());
+}
+
 }  // namespace
 
 namespace {
@@ -217,6 +227,7 @@ Plan plan_study(const Request& request, const Workload& workload) {
   std::set<std::string> invalid_reasons;
   std::vector<std::size_t> dropped_by(request.rules.size());
   for (RawValues base : cartesian_product(request.axes)) {
+    const std::size_t seed_place = place_of_seed(request.axes, base);
     // global_batch gives each combination its batch_size, which exclude rules and the run's
     // listing see as if the study had given it (resolve() says why where it gives none).
     const auto global = std::find_if(base.begin(), base.end(), [](const auto& kv) { return kv.first == kGlobalBatch; });
@@ -252,6 +263,7 @@ Plan plan_study(const Request& request, const Workload& workload) {
           p.key_values.emplace_back("trial", request.stored.trial);
         }
         p.id = run_id(workload.name, p.key_values);
+        p.round = seed_place * request.trials.size() + trial;
         ++plan.cells;
         const auto [at, fresh] = planned.emplace(p.id, plan.runs.size());
         if (fresh) {

@@ -28,6 +28,21 @@ class DryRun(Results):
         self.assertIn("# runs: 5 to run\n", r.stdout)
         self.assertFalse(os.path.exists(out))
 
+    def test_the_schedule_takes_a_seed_and_a_trial_at_a_time(self):
+        # Each seed and search trial is a round: every cell's run of it goes out
+        # before the next, the largest first, so a study stopped early holds whole
+        # replicates. The runs of 10 steps cost twice those of 5.
+        r = self.run_study("--max_steps", "5,10", "--seeds", "2", "--search", "sobol", "--trials", "2",
+                           "--search_lr", "0.01:0.5", "--dry_run", output=os.path.join(self.tmp, "rounds"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        axes = dict(re.findall(r"^ +\d+ +([0-9a-f]{16}) +to run .*  (max_steps=.*)$", r.stdout, re.M))
+        self.assertEqual(len(axes), 8, r.stdout)
+        order = re.findall(r"^ +\d+ +([0-9a-f]{16}) +0 +\d+ +\d+$", r.stdout[r.stdout.index("# schedule:"):], re.M)
+        rounds = [(re.search(r"seed=(\d+)", axes[i]).group(1), re.search(r"trial=(\d+)", axes[i]).group(1),
+                   re.search(r"max_steps=(\d+)", axes[i]).group(1)) for i in order]
+        self.assertEqual(rounds, [("1", "0", "10"), ("1", "0", "5"), ("1", "1", "10"), ("1", "1", "5"),
+                                  ("2", "0", "10"), ("2", "0", "5"), ("2", "1", "10"), ("2", "1", "5")], r.stdout)
+
     def test_a_global_batch_held_while_workers_are_swept(self):
         # global_batch sets each run's batch_size = global_batch / workers; the runs are those
         # of the batch sizes given by hand (same ids), and analyze groups them by global_batch.

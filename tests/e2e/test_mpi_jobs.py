@@ -185,11 +185,11 @@ class Jobs(MpiStudies):
             self.assertGreaterEqual(len(done), need, lines)
         # Sizes that do not nest into the job (groups of 2 cannot tile 5 processes): static.
         r = plan(5, "--workers", "2,4")
-        self.assertIn("placed in advance, largest estimated cost first (its runs' processes per run do not nest",
-                      r.stdout)
+        self.assertIn("placed in advance, round by round, largest estimated cost first (its runs' processes per run "
+                      "do not nest", r.stdout)
         r = plan(3, *args, "--procs_per_run", "2")
-        self.assertIn("placed in advance, largest estimated cost first (the processes per run do not divide the "
-                      "processes)", r.stdout)
+        self.assertIn("placed in advance, round by round, largest estimated cost first (the processes per run do "
+                      "not divide the processes)", r.stdout)
         # A run the planned job cannot hold is refused before it queues.
         r, _ = self.study(os.path.join(self.tmp, "dyn-plan"), 0, *args, "--procs_per_run", "2", "--dry_run",
                           "--dry_run_processes", "1")

@@ -96,6 +96,31 @@ TEST(Schedule, NestedScheduleTakesEachSizeInAlignedBlocksLargestFirst) {
   EXPECT_TRUE(schedule_nested(costs, {1, 2, 1, 4, 1, 2, 4, 3}, 4).empty());  // 3 does not nest
 }
 
+// A round (a seed, a search trial) goes out whole before the next, its
+// largest runs first; without rounds, largest first over all.
+TEST(Schedule, RunsGoOutRoundByRoundLargestFirstWithinARound) {
+  const std::vector<double> costs = {10, 40, 20, 10, 40, 20};
+  const std::vector<std::size_t> rounds = {0, 0, 0, 1, 1, 1};
+  EXPECT_EQ(take_order(costs, rounds), (std::vector<std::size_t>{1, 2, 0, 4, 5, 3}));
+  EXPECT_EQ(take_order(costs, {}), (std::vector<std::size_t>{1, 4, 2, 5, 0, 3}));
+  const std::vector<int> procs(costs.size(), 1);
+  const auto s = schedule_nested(costs, procs, 1, rounds);
+  expect_valid_schedule(s, costs, procs);
+  std::vector<std::size_t> order;
+  for (const auto& p : s) order.push_back(p.run);
+  EXPECT_EQ(order, take_order(costs, rounds));
+  // On 2 processes, placed in advance: round 0 fills both before round 1 starts.
+  const auto placed = schedule_runs(costs, procs, 2, rounds);
+  expect_valid_schedule(placed, costs, procs);
+  double round0_start = 0, round1_start = 1e9;
+  for (const auto& p : placed) {
+    if (rounds[p.run] == 0) round0_start = std::max(round0_start, p.start);
+    if (rounds[p.run] == 1) round1_start = std::min(round1_start, p.start);
+  }
+  EXPECT_LE(round0_start, round1_start);
+  EXPECT_THROW(take_order(costs, {0, 1}), std::invalid_argument);  // a round per run, or none
+}
+
 TEST(Schedule, DefaultProcessesPerRunIsTheLargestPowerOfTwoDividingWorkers) {
   EXPECT_EQ(default_procs_per_run(8, 64), 8);
   EXPECT_EQ(default_procs_per_run(8, 3), 2);

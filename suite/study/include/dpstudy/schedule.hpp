@@ -1,6 +1,7 @@
 // Placing a study's runs on the processes of an MPI job: each run takes a group
-// of P processes; runs go out largest estimated cost first, each to the P
-// processes free earliest. Every process computes the same schedule and then
+// of P processes; runs go out round by round (a seed, a search trial: see
+// PlannedRun::round), largest estimated cost first within a round, each to the
+// P processes free earliest. Every process computes the same schedule and then
 // runs its own part in order of start, so no coordinator is needed.
 #pragma once
 
@@ -17,9 +18,14 @@ struct Placement {
   double start = 0, end = 0;  // in units of estimated cost per process
 };
 
-// `costs[i]` of run i (sample-gradients), `procs[i]` processes it needs (<= world).
-// Sorted by start, then run index.
-std::vector<Placement> schedule_runs(const std::vector<double>& costs, const std::vector<int>& procs, int world);
+// The order runs go out in: by `rounds[i]` (all one round when empty), then
+// by `costs[i]`, largest first; ties in index order.
+std::vector<std::size_t> take_order(const std::vector<double>& costs, const std::vector<std::size_t>& rounds);
+
+// `costs[i]` of run i (sample-gradients), `procs[i]` processes it needs (<= world),
+// `rounds[i]` its round (take_order). Sorted by start, then run index.
+std::vector<Placement> schedule_runs(const std::vector<double>& costs, const std::vector<int>& procs, int world,
+                                     const std::vector<std::size_t>& rounds = {});
 
 // Runs taken as processes become free: the processes form groups of P (with
 // runs of several P, nested blocks: see nested_blocks below), and the
@@ -100,11 +106,12 @@ bool sizes_nest(const std::vector<int>& procs, int world);
 std::vector<Block> nested_blocks(const std::vector<int>& procs, int world, int rank);
 
 // What dynamic placement will do if every run takes its estimated cost: blocks
-// as above, each taking the largest remaining run of its size when it is free
+// as above, each taking the next run of its size (take_order) when it is free
 // (the lowest first rank first when several are), and splitting when none is left. Sorted by start,
 // then run index; the order of a size's runs is the order their blocks take them.
 // Empty unless sizes_nest(procs, world).
-std::vector<Placement> schedule_nested(const std::vector<double>& costs, const std::vector<int>& procs, int world);
+std::vector<Placement> schedule_nested(const std::vector<double>& costs, const std::vector<int>& procs, int world,
+                                       const std::vector<std::size_t>& rounds = {});
 
 // The default processes for a run of W workers in a job of N: the largest power
 // of two not above min(W, N) that divides W.
