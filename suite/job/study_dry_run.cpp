@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "dpstudy/device_memory.hpp"
 #include "dpstudy/results.hpp"
@@ -15,6 +16,18 @@ namespace fs = std::filesystem;
 namespace dpstudy {
 
 namespace {
+
+// How many rounds (a seed and a search trial each: PlannedRun::round) the
+// schedule takes its runs in, where there is more than one.
+void print_rounds(const DryRun& d, bool uniform) {
+  std::set<std::size_t> rounds;
+  for (const Placement& pl : d.schedule) rounds.insert(d.plan->runs[pl.run].round);
+  if (rounds.size() < 2) return;
+  std::printf(
+      "# order: %zu rounds, one per seed and search trial; a round's runs start before the next "
+      "round's%s, largest estimated cost first (docs/studies.md#the-order-of-runs)\n",
+      rounds.size(), uniform ? "" : " among the runs of a size");
+}
 
 // The schedule of the runs left and their estimated cost, in sample-gradients.
 void print_schedule(const DryRun& d, std::int64_t todo_cost) {
@@ -53,6 +66,7 @@ void print_schedule(const DryRun& d, std::int64_t todo_cost) {
                                   "the smallest the processes)"
                                 : " (the processes per run do not divide the processes)");
   }
+  print_rounds(d, uniform);
   double makespan = 0;
   std::printf("# %4s  %-16s  %-12s%s  %16s  %16s\n", "run", "run id", "ranks", lanes ? "  lane" : "", "start (samples)",
               "end (samples)");

@@ -26,6 +26,7 @@ class DryRun(Results):
         self.assertIn("estimated cost:", r.stdout)
         self.assertEqual(len(re.findall(r"^ +\d+ +[0-9a-f]{16} +to run ", r.stdout, re.M)), 5, r.stdout)
         self.assertIn("# runs: 5 to run\n", r.stdout)
+        self.assertNotIn("# order:", r.stdout)  # one round: no seeds, no search
         self.assertFalse(os.path.exists(out))
 
     def test_the_schedule_takes_a_seed_and_a_trial_at_a_time(self):
@@ -37,6 +38,8 @@ class DryRun(Results):
         self.assertEqual(r.returncode, 0, r.stderr)
         axes = dict(re.findall(r"^ +\d+ +([0-9a-f]{16}) +to run .*  (max_steps=.*)$", r.stdout, re.M))
         self.assertEqual(len(axes), 8, r.stdout)
+        self.assertIn("# order: 4 rounds, one per seed and search trial; a round's runs start before the next "
+                      "round's, largest estimated cost first", r.stdout)
         order = re.findall(r"^ +\d+ +([0-9a-f]{16}) +0 +\d+ +\d+$", r.stdout[r.stdout.index("# schedule:"):], re.M)
         rounds = [(re.search(r"seed=(\d+)", axes[i]).group(1), re.search(r"trial=(\d+)", axes[i]).group(1),
                    re.search(r"max_steps=(\d+)", axes[i]).group(1)) for i in order]

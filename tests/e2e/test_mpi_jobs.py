@@ -163,7 +163,8 @@ class Jobs(MpiStudies):
         self.assertEqual(r.stdout, under_mpirun.stdout)
         self.assertIn("# results: " + os.path.join(self.tmp, "dyn-plan", "s") + "; 4 process(es)", r.stdout)
         self.assertIn("in groups of 4, then 2, then 1: a group takes the runs of its size", r.stdout)
-        self.assertRegex(r.stdout, r"# schedule: .*\n.*\n +\d+ +[0-9a-f]{16} +0,1,2,3 +0 +240\n")
+        self.assertRegex(r.stdout, r"# schedule: .*\n# order: 2 rounds, .* among the runs of a size, .*\n.*\n"
+                                   r" +\d+ +[0-9a-f]{16} +0,1,2,3 +0 +240\n")
         self.assertRegex(r.stdout, r" 2,3 +960 +1440\n")
         one, out = os.path.join(self.tmp, "mixed1"), os.path.join(self.tmp, "mixed4")
         self.assertEqual(self.study(one, 0, *mixed)[0].returncode, 0)
