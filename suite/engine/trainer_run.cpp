@@ -139,7 +139,8 @@ bool Trainer::record_unread(std::vector<UnreadStep>& rows, ProgressSink* progres
   return true;
 }
 
-RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoint) {
+RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoint,
+                       const std::function<bool(std::int64_t)>& beaten) {
   const RunConfig& c = config_;
   RunResult& r = result_;
   r.assignment = assignment_;
@@ -189,6 +190,15 @@ RunResult Trainer::run(ProgressSink* progress, const CheckpointPolicy& checkpoin
         progress->message(line);
       }
       if (progress) progress->progress(ev);
+      // Every process of the run evaluates at this step and asks; they agree,
+      // as on a checkpoint, so that none trains on alone.
+      if (beaten && r.summary.steps_to_goal < 0 && step_ < total && comm_.agree(beaten(step_) ? 1 : 0) != 0) {
+        r.summary.status = RunStatus::beaten;
+        if (progress) {
+          progress->message("# beaten: another trial reached the goal by step " + std::to_string(step_));
+        }
+        break;
+      }
     }
     if (c.stop_at_goal && r.summary.steps_to_goal >= 0) break;
     if (checkpoint.path.empty() || step_ == total) continue;

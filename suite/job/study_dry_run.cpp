@@ -97,6 +97,11 @@ void print_schedule(const DryRun& d, std::int64_t todo_cost) {
   if (std::any_of(plan.begin(), plan.end(), [](const PlannedRun& q) { return q.config.stop_at_goal; })) {
     std::printf("# runs with stop_at_goal end at their goal: the costs are upper bounds\n");
   }
+  if (d.request->stop_beaten) {
+    std::printf(
+        "# search_stop = beaten: a trial ends where another trial of its combination has reached the goal in "
+        "as few steps; the costs do not count it (docs/studies.md#beaten-trials)\n");
+  }
 }
 
 }  // namespace

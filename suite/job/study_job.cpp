@@ -95,6 +95,8 @@ void StudyJob::look() {
   planned_stamp_.assign(plan_.size(), 0);
   std::vector<std::int64_t> left(plan_.size());
   for (std::size_t i = 0; i < plan_.size(); ++i) left[i] = plan_[i].cost;
+  std::vector<std::int64_t> goal_steps(plan_.size(), -1);  // of complete runs that reached it
+  std::int64_t beaten_again = 0;
   lead_step(session_, [&] {
     std::error_code ec;
     if (fs::is_directory(runs_dir_, ec)) check_results_schema(job_.request.study_dir);
@@ -106,21 +108,31 @@ void StudyJob::look() {
     for (std::size_t i = 0; i < plan_.size(); ++i) {
       const std::string file = (runs_dir_ / (plan_[i].id + ".h5")).string();
       state_[i] = std::int64_t(inspect_run_file(file, &why_[i]));
+      if (state_[i] != std::int64_t(RunFileState::missing)) planned_stamp_[i] = stamp(plan_[i].id);
+      std::optional<h5::File> f;
       if (state_[i] == std::int64_t(RunFileState::complete)) {
-        const h5::File f = h5::File::open_read(file);
-        const h5::Group summary = f.root().open_group("summary");
+        f.emplace(h5::File::open_read(file));
+        const h5::Group summary = f->root().open_group("summary");
+        const std::string status = summary.get_string("status");
+        if (status == "completed") goal_steps[i] = summary.get_int("steps_to_goal");
+        if (status == to_string(RunStatus::beaten) && !job_.request.stop_beaten) {
+          state_[i] = std::int64_t(RunFileState::missing);  // not a whole run: trained again, from its start
+          ++beaten_again;
+        }
+      }
+      if (state_[i] == std::int64_t(RunFileState::complete)) {
+        const h5::Group summary = f->root().open_group("summary");
         rate_sum += summary.get_double("samples_per_s");
         // NaN on the CPU; older files lack it.
         const double peak = summary.has_attr("peak_gpu_mib") ? summary.get_double("peak_gpu_mib") : std::nan("");
         if (std::isfinite(peak) && !(peak <= complete_peak_gpu_mib_)) complete_peak_gpu_mib_ = peak;
         ++complete_;
-        if (std::string differ = other_data(plan_[i], file, f); !differ.empty()) {
+        if (std::string differ = other_data(plan_[i], file, *f); !differ.empty()) {
           on_other_files.push_back(std::move(differ));
         }
-        if (std::string stack = other_stack(f, &stack_parts); !stack.empty()) ++other_stacks[stack];
-        if (std::string build = other_build(f); !build.empty()) ++other_builds[build];
+        if (std::string stack = other_stack(*f, &stack_parts); !stack.empty()) ++other_stacks[stack];
+        if (std::string build = other_build(*f); !build.empty()) ++other_builds[build];
       }
-      if (state_[i] != std::int64_t(RunFileState::missing)) planned_stamp_[i] = stamp(plan_[i].id);
       if (const auto rest = to_run(i) ? cost_left(i) : std::nullopt) {
         left[i] = *rest;
         resumable_.insert(plan_[i].id);
@@ -173,6 +185,57 @@ void StudyJob::look() {
   session_.broadcast(planned_stamp_);
   session_.broadcast(left);
   for (std::size_t i = 0; i < plan_.size(); ++i) plan_[i].cost = left[i];
+  look_at_searches(goal_steps, beaten_again);
+}
+
+// search_stop = beaten: each search's best from the complete runs (goal_steps,
+// the lead process's); without it, the runs that ended beaten are said to train again.
+void StudyJob::look_at_searches(std::vector<std::int64_t>& goal_steps, std::int64_t beaten_again) {
+  if (!job_.request.stop_beaten) {
+    if (beaten_again > 0) {
+      out_.line("# " + std::to_string(beaten_again) +
+                    " run(s) ended beaten under search_stop = beaten, which this "
+                    "study no longer sets: they train again from their start (docs/studies.md#beaten-trials)",
+                0);
+    }
+    return;
+  }
+  session_.broadcast(goal_steps);
+  for (std::size_t i = 0; i < plan_.size(); ++i) {
+    trials_of_[plan_[i].combination].push_back(i);
+    if (goal_steps[i] >= 0) beat(i, goal_steps[i]);
+  }
+}
+
+void StudyJob::beat(std::size_t run, std::int64_t steps) {
+  const auto [at, fresh] = best_.emplace(plan_[run].combination, Best{steps, run});
+  if (!fresh && steps < at->second.steps) at->second = Best{steps, run};
+}
+
+// Another process's or job's runs of `run`'s search that finished since the
+// plan: one stat per trial, and a read of each new complete file.
+void StudyJob::learn_of_trials(std::size_t run) {
+  for (const std::size_t j : trials_of_[plan_[run].combination]) {
+    const std::int64_t now = stamp(plan_[j].id);
+    if (now == 0 || now == planned_stamp_[j] || !read_stamp_.emplace(j, now).second) continue;
+    const std::string file = (runs_dir_ / (plan_[j].id + ".h5")).string();
+    try {
+      if (inspect_run_file(file, nullptr) != RunFileState::complete) continue;
+      const h5::Group summary = h5::File::open_read(file).root().open_group("summary");
+      if (summary.get_string("status") != "completed") continue;
+      if (const std::int64_t steps = summary.get_int("steps_to_goal"); steps >= 0) beat(j, steps);
+    } catch (const Error&) {  // a file damaged meanwhile beats no one
+    }
+  }
+}
+
+// search_stop = beaten: whether a trial of `run`'s search has reached the goal
+// by `step` (`steps` then holds its steps and `by` its run).
+bool StudyJob::beaten_at(std::size_t run, std::int64_t step, Best* best) const {
+  const auto it = best_.find(plan_[run].combination);
+  if (it == best_.end() || it->second.steps > step) return false;
+  if (best) *best = it->second;
+  return true;
 }
 
 // What run i has left to compute after the step of its complete set of

@@ -89,6 +89,22 @@ class StudyJob {
   // when it is not this one's as far as both tell; "" otherwise.
   std::string other_build(const h5::File& f) const;
   std::optional<std::int64_t> cost_left(std::size_t i) const;
+  // search_stop = beaten: the fewest steps to the goal of a complete trial of
+  // each search (PlannedRun::combination), and which run took them.
+  struct Best {
+    std::int64_t steps = 0;
+    std::size_t run = 0;
+  };
+  void look_at_searches(std::vector<std::int64_t>& goal_steps, std::int64_t beaten_again);
+  void beat(std::size_t run, std::int64_t steps);
+  // The rule Trainer::run asks at each evaluation (empty: none); learns first of the
+  // trials of `run`'s search that other processes and jobs finished (learn_of_trials).
+  std::function<bool(std::int64_t)> beaten_rule(std::size_t run);
+  // A run ended: a trial that reached the goal sets its search's best. For a
+  // beaten one, "; trial=3 reached the goal at step 120"; else "".
+  std::string after_trial(std::size_t run, const RunSummary& summary);
+  void learn_of_trials(std::size_t run);
+  bool beaten_at(std::size_t run, std::int64_t step, Best* best) const;
   void make_schedule();
   void lane_schedule(DryRun& d) const;
   int planned_processes() const;
@@ -152,6 +168,9 @@ class StudyJob {
   std::vector<std::size_t> todo_;  // the runs to do: their places in plan_
   std::vector<double> costs_;      // per run to do: its estimated cost
   std::vector<std::size_t> rounds_;  // per run to do: its round (PlannedRun::round)
+  std::map<std::size_t, Best> best_;                           // per search, under lock_ (search_stop = beaten)
+  std::map<std::size_t, std::vector<std::size_t>> trials_of_;  // per search: its runs
+  std::map<std::size_t, std::int64_t> read_stamp_;             // runs whose new file learn_of_trials read
   bool dynamic_ = false;
   std::atomic<bool> stopped_{false};  // a run of this process stopped (stop.hpp)
   // What the runs a process trains at once share in it: the members below

@@ -94,6 +94,26 @@ std::unique_ptr<Trainer> StudyJob::start_or_resume(const PlannedRun& p, const Tr
   return trainer;
 }
 
+std::function<bool(std::int64_t)> StudyJob::beaten_rule(std::size_t run) {
+  if (const std::int64_t at = job_.request.stored.beaten_at; at >= 0) {  // --reproduce of a beaten trial
+    return [at](std::int64_t step) { return step >= at; };
+  }
+  if (!job_.request.stop_beaten) return {};
+  learn_of_trials(run);
+  return [this, run](std::int64_t step) {
+    const std::lock_guard<std::mutex> best(lock_);  // other lanes set it as their runs end
+    return beaten_at(run, step, nullptr);
+  };
+}
+
+std::string StudyJob::after_trial(std::size_t run, const RunSummary& summary) {
+  if (!job_.request.stop_beaten) return "";
+  if (summary.status == RunStatus::completed && summary.steps_to_goal >= 0) beat(run, summary.steps_to_goal);
+  Best b;
+  if (summary.status != RunStatus::beaten || !beaten_at(run, summary.steps, &b)) return "";
+  return "; " + axes_text(plan_[b.run].values, {"trial"}) + " reached the goal at step " + std::to_string(b.steps);
+}
+
 // One run on the processes pl.ranks (this one among them). `claim`, if given,
 // is asked on the run's first process whether this job may train it (static
 // placement: another job may hold it, or the job is stopping); kMine trains it.
@@ -150,6 +170,7 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   std::string config_line = tag + "# config:";
   for (const auto& [k, v] : p.key_values) config_line += " " + k + "=" + to_text(v);
   o.line(config_line, 2);
+  const std::function<bool(std::int64_t)> beaten = beaten_rule(i);
   shared.unlock();  // the Trainer takes turns with other runs for LibTorch's generator itself
   const TrainingData& d = job_.data.at(p.config.dataset);
   std::unique_ptr<Trainer> trainer = start_or_resume(p, d, *rc.comm, nprocs, leader, ckpt, o, tag);
@@ -163,7 +184,7 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
   rec.workers = p.config.workers;
   StudyProgress progress(o, tag, study_eta, leader ? heartbeat : std::function<void()>());
   const CheckpointPolicy policy{ckpt, options_.checkpoint_interval, options_.checkpoint_steps};
-  rec.result = trainer->run(&progress, policy);
+  rec.result = trainer->run(&progress, policy, beaten);
   shared.lock();
   rec.finished_utc = utc_now();
   last_peak_gpu_mib_ = rec.result.summary.peak_gpu_mib;
@@ -176,6 +197,8 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
     stopped_ = true;
     return true;
   }
+  const RunSummary& sm = rec.result.summary;
+  const std::string beaten_by = after_trial(i, sm);  // on every process of the run: each asks the rule
   if (leader) {
     const auto io0 = Clock::now();
     rec.provenance = provenance(job_, places_, pl.ranks);
@@ -186,13 +209,11 @@ bool StudyJob::run_one(const Placement& pl, const StudyEta& study_eta, const std
                                                  {"dataset_checksums", d.checksums()}});
     write_run_file(file, rec);
     checkpoints_.remove(p.id, nprocs);
-    const RunSummary& sm = rec.result.summary;
     char buf[200];
     std::snprintf(buf, sizeof buf, ": %s, final test accuracy %.2f %%, %.1f s", to_string(sm.status).c_str(),
                   100 * sm.final_test_accuracy, sm.wall_time_s);
-    o.line(tag + p.id + " " + axes_str + buf);
-    std::vector<std::string> skipped;
-    index_->rebuild(&skipped);
+    o.line(tag + p.id + " " + axes_str + buf + beaten_by);
+    index_->rebuild(nullptr);
     results_io_s_ += std::chrono::duration<double>(Clock::now() - io0).count() + trainer->checkpoint_seconds();
     training_s_ += sm.wall_time_s;
   }

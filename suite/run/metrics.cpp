@@ -7,6 +7,8 @@ std::string to_string(RunStatus s) {
     case RunStatus::completed: return "completed";
     case RunStatus::diverged: return "diverged";
     case RunStatus::stopped: return "stopped";
+    case RunStatus::beaten:
+      return "beaten";
   }
   return "?";
 }

@@ -108,6 +108,7 @@ void set_axes(Request& r, RawValues& values, const Workload& workload) {
   }
   const SearchSpec search_spec = parse_search(search_values);
   r.searched = !search_spec.method.empty();
+  r.stop_beaten = search_spec.stop_beaten;
   r.trials = r.searched ? search_trials(search_spec) : std::vector<RawValues>{RawValues{}};
 
   std::vector<std::string> list_keys = workload.list_keys;

@@ -68,6 +68,7 @@ struct StoredRun {
   RawValues values;
   std::string run_id, study_text;
   std::int64_t trial = -1;          // a search trial's id, part of its run id
+  std::int64_t beaten_at = -1;      // the step a beaten trial ended at (search_stop = beaten)
   std::vector<std::string> absent;  // options the file has no value for (newer than it)
   std::int64_t threads = 0;         // intra-op threads per process it ran with (provenance)
   std::string parallel;             // workers or operations; empty in files older than the option
@@ -82,6 +83,7 @@ struct Request {
   std::vector<std::string> swept;                                      // keys of more than one value
   std::vector<RawValues> trials;  // a search's trials; one empty one without a search
   bool searched = false;
+  bool stop_beaten = false;  // search_stop = beaten (SearchSpec)
   std::vector<ExcludeRule> rules;
   std::string name, study_dir, study_text;
   bool study_mode = false;  // results in <output>/<name>/, or one run on the console
@@ -106,6 +108,9 @@ struct PlannedRun {
   // early holds whole replicates of its design, not all of some cells' seeds
   // or trials and none of the others'.
   std::size_t round = 0;
+  // The place of its combination of the other axes among the study's: the
+  // runs of one combination are the trials of one search (search_stop).
+  std::size_t combination = 0;
 };
 
 struct Plan {

@@ -94,8 +94,11 @@ void describe_job_options(JobDescriptions& d, JobOptions& g) {
       "search_skip", po::value<std::string>(),
       "sobol: leading points skipped (default 0; Boost's sequence starts at 0.5, not the origin)")(
       "search_seed", po::value<std::string>(), "random: the generator's seed (default 1)")(
-      "search_lr", po::value<std::string>(), "LOW:HIGH, log scale")("search_momentum", po::value<std::string>(),
-                                                                    "LOW:HIGH, log scale in 1 - momentum")(
+      "search_stop", po::value<std::string>(),
+      "none or beaten; none by default. Beaten: a trial stops at an evaluation where another trial of its "
+      "combination has reached the goal in as many steps or fewer, so the best trial's steps are those of "
+      "the whole search (docs/studies.md#beaten-trials)")("search_lr", po::value<std::string>(), "LOW:HIGH, log scale")(
+      "search_momentum", po::value<std::string>(), "LOW:HIGH, log scale in 1 - momentum")(
       "search_lr_end_factor", po::value<std::string>(), "LOW:HIGH, log scale")(
       "search_weight_decay", po::value<std::string>(), "LOW:HIGH, log scale")(
       "search_lr_decay_steps", po::value<std::string>(), "LOW:HIGH, whole steps");

@@ -61,6 +61,12 @@ StoredRun read_stored_run(const std::string& path, const std::string& workload, 
   for (const std::string& k : keys) {
     if (!config.has_attr(k)) out.absent.push_back(k);
   }
+  // A beaten trial ended where another had reached the goal: its reproduction ends there too.
+  const h5::Group summary = root.open_group("summary");
+  if (summary.has_attr("status") && summary.attr_kind("status") == 's' && summary.get_string("status") == "beaten" &&
+      summary.has_attr("steps") && summary.attr_kind("steps") == 'i') {
+    out.beaten_at = summary.get_int("steps");
+  }
   const h5::Group prov = root.open_group("provenance");
   if (prov.has_attr("threads") && prov.attr_kind("threads") == 'i') out.threads = prov.get_int("threads");
   if (prov.has_attr("parallel") && prov.attr_kind("parallel") == 's') out.parallel = prov.get_string("parallel");

@@ -260,9 +260,9 @@ const char* kLog[] = {"lr", "lr_end_factor", "weight_decay"};
 }
 
 const std::vector<std::string>& search_keys() {
-  static const std::vector<std::string> keys = {"search",          "trials",          "search_skip",
-                                                "search_seed",     "search_lr",       "search_momentum",
-                                                "search_lr_end_factor", "search_weight_decay", "search_lr_decay_steps"};
+  static const std::vector<std::string> keys = {
+      "search",    "trials",          "search_skip",          "search_seed",         "search_stop",
+      "search_lr", "search_momentum", "search_lr_end_factor", "search_weight_decay", "search_lr_decay_steps"};
   return keys;
 }
 
@@ -293,6 +293,9 @@ SearchSpec parse_search(const RawValues& values) {
       s.skip = int(t);
     } else if (key == "search_seed") {
       s.seed = std::uint64_t(number(key, text));
+    } else if (key == "search_stop") {
+      if (text != "beaten" && text != "none") throw ConfigError(key, text, "is not one of: none, beaten");
+      s.stop_beaten = text == "beaten";
     } else if (key.rfind("search_", 0) == 0) {
       const auto colon = text.find(':');
       if (colon == std::string::npos) throw ConfigError(key, text, "must be a range LOW:HIGH, e.g. 1e-4:1");
@@ -307,13 +310,19 @@ SearchSpec parse_search(const RawValues& values) {
     }
   }
   if (s.method.empty()) {
-    if (!s.dims.empty() || s.trials) throw ConfigError("search", "", "is not set: give search = sobol, random or grid");
+    if (!s.dims.empty() || s.trials || s.stop_beaten) {
+      throw ConfigError("search", "", "is not set: give search = sobol, random or grid");
+    }
     return s;
   }
   if (s.dims.empty()) {
     throw ConfigError("search", s.method, "has an empty search space: give at least one search_<key> = LOW:HIGH");
   }
   if (s.trials == 0) throw ConfigError("trials", "", "is not set: give the number of trials per combination");
+  if (s.stop_beaten && s.trials < 2) {
+    throw ConfigError("search_stop", "beaten",
+                      "needs trials >= 2: a trial is beaten by another trial of its combination");
+  }
   return s;
 }
 

@@ -199,6 +199,18 @@ std::size_t place_of_seed(const std::vector<std::pair<std::string, std::vector<s
   return std::size_t(std::find(seeds->second.begin(), seeds->second.end(), seed->second) - seeds->second.begin());
 }
 
+// search_stop = beaten compares trials by their steps to the goal: every run needs one.
+void check_stop_beaten(const Request& request, const Plan& plan) {
+  if (!request.stop_beaten) return;
+  for (const PlannedRun& p : plan.runs) {
+    if (!(p.config.goal_error > 0)) {
+      throw ConfigError("search_stop", "beaten",
+                        "stops a trial once another has reached the goal in fewer steps: it needs goal_error > 0 (" +
+                            axes_text(p.values, request.swept) + " has none)");
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -226,6 +238,7 @@ Plan plan_study(const Request& request, const Workload& workload) {
   std::vector<std::string> invalid;
   std::set<std::string> invalid_reasons;
   std::vector<std::size_t> dropped_by(request.rules.size());
+  std::size_t combination = 0;  // of the axes, kept by the exclude rules
   for (RawValues base : cartesian_product(request.axes)) {
     const std::size_t seed_place = place_of_seed(request.axes, base);
     // global_batch gives each combination its batch_size, which exclude rules and the run's
@@ -251,6 +264,7 @@ Plan plan_study(const Request& request, const Workload& workload) {
       ++plan.excluded;
       continue;
     }
+    ++combination;
     for (std::size_t trial = 0; trial < request.trials.size(); ++trial) {
       RawValues combo = base;
       combo.insert(combo.end(), request.trials[trial].begin(), request.trials[trial].end());
@@ -264,6 +278,7 @@ Plan plan_study(const Request& request, const Workload& workload) {
         }
         p.id = run_id(workload.name, p.key_values);
         p.round = seed_place * request.trials.size() + trial;
+        p.combination = combination;
         ++plan.cells;
         const auto [at, fresh] = planned.emplace(p.id, plan.runs.size());
         if (fresh) {
@@ -304,7 +319,11 @@ Plan plan_study(const Request& request, const Workload& workload) {
 }  // namespace
 
 Plan plan_runs(const Request& request, const Workload& workload) {
-  if (request.options.reproduce.empty()) return plan_study(request, workload);
+  if (request.options.reproduce.empty()) {
+    Plan plan = plan_study(request, workload);
+    check_stop_beaten(request, plan);
+    return plan;
+  }
   try {
     return plan_study(request, workload);
   } catch (const UsageError& e) {

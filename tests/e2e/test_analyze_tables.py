@@ -35,7 +35,7 @@ class AnalyzeTables(AnalyzeTest):
         self.assertTrue(all(r["n"] == "0" and r["not completed"] == "3" for r in diverged))
         tables = json.loads(self.analyze("summary", self.main, "--by", "lr", "--format", "json"))
         self.assertEqual(tables[0]["rows"][0]["n"], 9)
-        self.assertIn("no completed run (9 diverged or failed)", " ".join(tables[0]["notes"]))
+        self.assertIn("no completed run (9 diverged, beaten or failed)", " ".join(tables[0]["notes"]))
         md = self.analyze("summary", self.main, "--by", "lr", "--format", "markdown")
         self.assertIn("| lr | n | not completed |", md)
         with_div = self.analyze("summary", self.main, "--by", "lr", "--include_diverged", "--format", "csv")

@@ -64,6 +64,19 @@ TEST(Search, BadInput) {
   EXPECT_EQ(error_of({{"search_lr", "0.1:1"}}), "--search: '' is not set: give search = sobol, random or grid");
   EXPECT_EQ(error_of({{"search", "sobol"}, {"trials", "2"}, {"search_momentum", "0.9:1"}}),
             "--search_momentum: '0.9:1' must be a range LOW:HIGH with LOW < HIGH within [0, 1)");
+  // search_stop: a rule of the search, so it needs a search, and trials to beat one another.
+  const RawValues space = {{"search", "sobol"}, {"trials", "2"}, {"search_lr", "0.1:1"}};
+  auto with = [&space](RawValues more) {
+    more.insert(more.begin(), space.begin(), space.end());
+    return more;
+  };
+  EXPECT_TRUE(parse_search(with({{"search_stop", "beaten"}})).stop_beaten);
+  EXPECT_FALSE(parse_search(with({{"search_stop", "none"}})).stop_beaten);
+  EXPECT_FALSE(parse_search(space).stop_beaten);
+  EXPECT_EQ(error_of(with({{"search_stop", "early"}})), "--search_stop: 'early' is not one of: none, beaten");
+  EXPECT_EQ(error_of({{"search_stop", "beaten"}}), "--search: '' is not set: give search = sobol, random or grid");
+  EXPECT_EQ(error_of({{"search", "sobol"}, {"trials", "1"}, {"search_lr", "0.1:1"}, {"search_stop", "beaten"}}),
+            "--search_stop: 'beaten' needs trials >= 2: a trial is beaten by another trial of its combination");
 }
 
 // Keys added after the first release leave run ids (and checkpoints) as they

@@ -22,6 +22,11 @@ bool Run::completed() const {
   return it != texts.end() && it->second == "completed";
 }
 
+bool Run::beaten() const {
+  const auto it = texts.find("status");
+  return it != texts.end() && it->second == "beaten";
+}
+
 std::string format_number(double v) {
   if (std::isnan(v)) return "nan";
   char buf[40];

@@ -17,6 +17,9 @@ struct Run {
   std::map<std::string, std::string> texts;  // text index columns
   std::string file;                          // its run file
   bool completed() const;
+  // A search trial that ended where another had reached the study's goal
+  // (search_stop = beaten): its series are the first steps of the whole run's.
+  bool beaten() const;
   // The value as text (numbers in their shortest exact form), or nullopt.
   std::optional<std::string> text(const std::string& key) const;
 };
@@ -103,7 +106,7 @@ Range natural_range(const std::string& unit);
 struct Group {
   std::vector<std::string> key_values;  // one per grouping key
   std::vector<const Run*> runs;         // completed runs (and diverged ones if asked)
-  int not_completed = 0;                // diverged or failed runs
+  int not_completed = 0;                // diverged, beaten or failed runs
 };
 // Groups by `keys` (sorted numerically where the values are numbers).
 std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& keys, bool include_diverged);

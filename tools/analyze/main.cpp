@@ -77,7 +77,7 @@ po::options_description named_options(Options& o, std::string& by, std::string& 
       "equivalence", po::value(&o.equivalence),
       "compare: also test each pair for equivalence within +/- this margin, in the metric's units (two one-sided "
       "Welch tests; 0.01 = one point of accuracy); power: the seeds per group that would show it")(
-      "include_diverged", po::bool_switch(&o.include_diverged), "keep diverged and failed runs")(
+      "include_diverged", po::bool_switch(&o.include_diverged), "keep diverged, beaten and failed runs")(
       "log_x", po::bool_switch(&o.log_x), "plot --kind summary: a logarithmic x axis (the key's values must be > 0)")(
       "format", po::value(&o.format)->default_value(o.format), "table, markdown, csv, json or latex (booktabs)")(
       "effect", po::value(&o.effect), "power: seeds needed to detect this standardised effect d")(

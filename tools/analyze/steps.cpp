@@ -121,14 +121,17 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o) {
     Reach rc;
     rc.key_values = g.key_values;
     rc.trials = std::int64_t(g.runs.size());
-    std::vector<const Run*> completed;  // diverged: infeasible
+    // Diverged: infeasible. Beaten: a first part of the run, which reaches the
+    // target where the whole run would, if it gets there before its end.
+    std::vector<const Run*> completed;
     std::copy_if(g.runs.begin(), g.runs.end(), std::back_inserter(completed),
-                 [](const Run* run) { return run->completed(); });
+                 [](const Run* run) { return run->completed() || run->beaten(); });
     const std::vector<double> all_steps = metric_values(r, completed, steps_metric);
     const std::vector<double> all_seconds = metric_values(r, completed, seconds_metric);
     std::vector<double> steps, seconds;
     for (std::size_t i = 0; i < completed.size(); ++i) {
       if (std::isnan(all_steps[i])) {
+        if (completed[i]->beaten()) continue;  // cut short, not by the budget
         const auto trained = completed[i]->numbers.find("steps");
         if (trained != completed[i]->numbers.end() && !(trained->second <= rc.missed_after)) {
           rc.missed_after = trained->second;
@@ -167,6 +170,18 @@ std::string trials_pooled_note(const Runs& r, const std::vector<std::string>& by
 }
 
 namespace {
+
+// Each beaten trial ended at an evaluation at or after the steps of the best trial at the
+// study's goal, which any target no harder than that goal is reached by too.
+std::string beaten_note(const Runs& r) {
+  const auto n = std::count_if(r.runs.begin(), r.runs.end(), [](const Run& run) { return run.beaten(); });
+  if (n == 0) return "";
+  return std::to_string(n) +
+         " trial(s) ended beaten (search_stop = beaten), where another trial of their combination had reached the "
+         "study's goal: a beaten trial counts where it reached the target before its end. Best is as without "
+         "search_stop for a target no harder than that goal on its series; reached, fraction and the medians count a "
+         "beaten trial that had not reached the target as missing it (docs/studies.md#beaten-trials)";
+}
 
 bool same_value(const std::string& a, const std::string& b) {
   char* ea = nullptr;
@@ -315,6 +330,7 @@ std::vector<Table> steps_to_result(const Runs& r, const Options& o) {
     if (scaling) reached.notes(line_notes, o.by[0], line.name.empty() ? "" : line.name + ": ");
   }
   if (const std::string note = trials_pooled_note(r, o.by); !note.empty()) t.notes.push_back(note);
+  if (const std::string note = beaten_note(r); !note.empty()) t.notes.push_back(note);
   // A median over the reaching trials alone flatters a group that reaches the target less often.
   if (std::any_of(reach.begin(), reach.end(), [](const Reach& rc) { return rc.reached < rc.trials; })) {
     t.notes.push_back("best and median: of the trials that reached the target (fraction); compare --metric " +

@@ -54,7 +54,8 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
       t.notes.push_back(name + ": no value of " + o.metric + " in its " + std::to_string(g.runs.size()) +
                         " completed run(s)");
     } else if (d.n == 0) {
-      t.notes.push_back(name + ": no completed run (" + std::to_string(g.not_completed) + " diverged or failed)");
+      t.notes.push_back(name + ": no completed run (" + std::to_string(g.not_completed) +
+                        " diverged, beaten or failed)");
     }
     if (d.n == 1) t.notes.push_back(name + ": n = 1, no variance and no confidence interval");
     if (d.n > 1 && d.sd == 0) t.notes.push_back(name + ": every value is the same");

@@ -98,7 +98,13 @@ class Trainer {
   // saves a checkpoint and returns at once, status stopped. The run's
   // processes agree on every checkpoint's step (Communicator::agree), so that
   // their checkpoints always form one set.
-  RunResult run(ProgressSink* progress = nullptr, const CheckpointPolicy& checkpoint = {});
+  // `beaten`, if given, is asked at each evaluation before the run reaches its
+  // goal whether another run has reached it by this step; when it says so on
+  // any of the run's processes, the run ends there, status beaten. Its series
+  // are then the first steps of the whole run's: the question is asked after
+  // the evaluation is recorded, and changes nothing the run computes.
+  RunResult run(ProgressSink* progress = nullptr, const CheckpointPolicy& checkpoint = {},
+                const std::function<bool(std::int64_t)>& beaten = {});
 
   // Saves / restores the full state: replicas, optimiser state, samplers, the
   // random generator, the series so far. A restored run ends bit for bit as an

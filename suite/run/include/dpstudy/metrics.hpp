@@ -50,8 +50,11 @@ std::int64_t first_reaching(const std::vector<std::int64_t>& steps, const std::v
                             bool lower_is_better);
 
 // stopped: a stop was asked for (dpstudy/stop.hpp) and the run saved a
-// checkpoint; it is not finished, and no run file holds it.
-enum class RunStatus { completed, diverged, stopped };
+// checkpoint; it is not finished, and no run file holds it. beaten: a search
+// trial ended at an evaluation where another trial of its combination had
+// reached the goal in as many steps or fewer (search_stop = beaten); its
+// series are the first steps of the whole run's.
+enum class RunStatus { completed, diverged, stopped, beaten };
 std::string to_string(RunStatus s);
 
 struct RunSummary {

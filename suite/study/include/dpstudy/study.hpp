@@ -92,6 +92,11 @@ struct SearchSpec {
   int skip = 0;  // Boost's sequence already leaves out the origin
   std::uint64_t seed = 1;  // for random
   std::vector<SearchDim> dims;
+  // search_stop = beaten: a trial stops at an evaluation where another trial
+  // of its combination has reached the goal in as many steps or fewer. The
+  // best trial's steps to the goal are those of the whole search, for less
+  // of its cost (docs/studies.md#beaten-trials). Not part of any run id.
+  bool stop_beaten = false;
 };
 
 // The keys a study file may use for a search, e.g. search_lr = 1e-4:1.
