@@ -114,7 +114,9 @@ void StudyJob::look() {
         f.emplace(h5::File::open_read(file));
         const h5::Group summary = f->root().open_group("summary");
         const std::string status = summary.get_string("status");
-        if (status == "completed") goal_steps[i] = summary.get_int("steps_to_goal");
+        if (status == "completed" && job_.request.stop_beaten && summary.has_attr("steps_to_goal")) {
+          goal_steps[i] = summary.get_int("steps_to_goal");
+        }
         if (status == to_string(RunStatus::beaten) && !job_.request.stop_beaten) {
           state_[i] = std::int64_t(RunFileState::missing);  // not a whole run: trained again, from its start
           ++beaten_again;
