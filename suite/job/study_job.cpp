@@ -219,7 +219,10 @@ void StudyJob::beat(std::size_t run, std::int64_t steps) {
 void StudyJob::learn_of_trials(std::size_t run) {
   for (const std::size_t j : trials_of_[plan_[run].combination]) {
     const std::int64_t now = stamp(plan_[j].id);
-    if (now == 0 || now == planned_stamp_[j] || !read_stamp_.emplace(j, now).second) continue;
+    if (now == 0 || now == planned_stamp_[j]) continue;
+    const auto [seen, fresh] = read_stamp_.emplace(j, now);
+    if (!fresh && seen->second == now) continue;  // read already, unchanged since
+    seen->second = now;
     const std::string file = (runs_dir_ / (plan_[j].id + ".h5")).string();
     try {
       if (inspect_run_file(file, nullptr) != RunFileState::complete) continue;
@@ -232,7 +235,7 @@ void StudyJob::learn_of_trials(std::size_t run) {
 }
 
 // search_stop = beaten: whether a trial of `run`'s search has reached the goal
-// by `step` (`steps` then holds its steps and `by` its run).
+// by `step` (`best`, if given, then holds that trial).
 bool StudyJob::beaten_at(std::size_t run, std::int64_t step, Best* best) const {
   const auto it = best_.find(plan_[run].combination);
   if (it == best_.end() || it->second.steps > step) return false;
