@@ -75,6 +75,18 @@ int StudyJob::run() {
   return int(session_.max(lead_ ? double(status) : 0.0));
 }
 
+namespace {
+
+// The steps to the goal that a complete run file's summary records for a
+// completed run: what search_stop = beaten compares. -1 for another status, a
+// goal not reached, or a file older than the attribute.
+std::int64_t completed_steps_to_goal(const h5::Group& summary) {
+  if (summary.get_string("status") != "completed" || !summary.has_attr("steps_to_goal")) return -1;
+  return summary.get_int("steps_to_goal");
+}
+
+}  // namespace
+
 // What a run file is now (0: none), to notice one that another job writes or
 // rewrites meanwhile.
 std::int64_t StudyJob::stamp(const std::string& id) const {
@@ -113,11 +125,8 @@ void StudyJob::look() {
       if (state_[i] == std::int64_t(RunFileState::complete)) {
         f.emplace(h5::File::open_read(file));
         const h5::Group summary = f->root().open_group("summary");
-        const std::string status = summary.get_string("status");
-        if (status == "completed" && job_.request.stop_beaten && summary.has_attr("steps_to_goal")) {
-          goal_steps[i] = summary.get_int("steps_to_goal");
-        }
-        if (status == to_string(RunStatus::beaten) && !job_.request.stop_beaten) {
+        if (job_.request.stop_beaten) goal_steps[i] = completed_steps_to_goal(summary);
+        if (summary.get_string("status") == to_string(RunStatus::beaten) && !job_.request.stop_beaten) {
           state_[i] = std::int64_t(RunFileState::missing);  // not a whole run: trained again, from its start
           ++beaten_again;
         }
@@ -227,8 +236,7 @@ void StudyJob::learn_of_trials(std::size_t run) {
     try {
       if (inspect_run_file(file, nullptr) != RunFileState::complete) continue;
       const h5::Group summary = h5::File::open_read(file).root().open_group("summary");
-      if (summary.get_string("status") != "completed") continue;
-      if (const std::int64_t steps = summary.get_int("steps_to_goal"); steps >= 0) beat(j, steps);
+      if (const std::int64_t steps = completed_steps_to_goal(summary); steps >= 0) beat(j, steps);
     } catch (const Error&) {  // a file damaged meanwhile beats no one
     }
   }

@@ -17,14 +17,9 @@
 
 namespace dpstudy::analyze {
 
-bool Run::completed() const {
+bool Run::status_is(const char* status) const {
   const auto it = texts.find("status");
-  return it != texts.end() && it->second == "completed";
-}
-
-bool Run::beaten() const {
-  const auto it = texts.find("status");
-  return it != texts.end() && it->second == "beaten";
+  return it != texts.end() && it->second == status;
 }
 
 std::string format_number(double v) {

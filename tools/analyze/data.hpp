@@ -16,10 +16,11 @@ struct Run {
   std::map<std::string, double> numbers;     // numeric index columns
   std::map<std::string, std::string> texts;  // text index columns
   std::string file;                          // its run file
-  bool completed() const;
+  bool completed() const { return status_is("completed"); }
   // A search trial that ended where another had reached the study's goal
   // (search_stop = beaten): its series are the first steps of the whole run's.
-  bool beaten() const;
+  bool beaten() const { return status_is("beaten"); }
+  bool status_is(const char* status) const;
   // The value as text (numbers in their shortest exact form), or nullopt.
   std::optional<std::string> text(const std::string& key) const;
 };
