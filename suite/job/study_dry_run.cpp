@@ -100,7 +100,9 @@ void print_schedule(const DryRun& d, std::int64_t todo_cost) {
   if (d.request->stop_beaten) {
     std::printf(
         "# search_stop = beaten: a trial ends where another trial of its combination has reached the goal in "
-        "as few steps; the costs do not count it (docs/studies.md#beaten-trials)\n");
+        "as few steps; the costs count it for the %zu run(s) to do whose combination has a complete trial at the "
+        "goal, and not for the others (docs/studies.md#beaten-trials)\n",
+        d.bounded_by_best);
   }
 }
 

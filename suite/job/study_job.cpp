@@ -75,18 +75,6 @@ int StudyJob::run() {
   return int(session_.max(lead_ ? double(status) : 0.0));
 }
 
-namespace {
-
-// The steps to the goal that a complete run file's summary records for a
-// completed run: what search_stop = beaten compares. -1 for another status, a
-// goal not reached, or a file older than the attribute.
-std::int64_t completed_steps_to_goal(const h5::Group& summary) {
-  if (summary.get_string("status") != "completed" || !summary.has_attr("steps_to_goal")) return -1;
-  return summary.get_int("steps_to_goal");
-}
-
-}  // namespace
-
 // What a run file is now (0: none), to notice one that another job writes or
 // rewrites meanwhile.
 std::int64_t StudyJob::stamp(const std::string& id) const {
@@ -195,60 +183,8 @@ void StudyJob::look() {
   session_.broadcast(state_);
   session_.broadcast(planned_stamp_);
   session_.broadcast(left);
-  for (std::size_t i = 0; i < plan_.size(); ++i) plan_[i].cost = left[i];
   look_at_searches(goal_steps, beaten_again);
-}
-
-// search_stop = beaten: each search's best from the complete runs (goal_steps,
-// the lead process's); without it, the runs that ended beaten are said to train again.
-void StudyJob::look_at_searches(std::vector<std::int64_t>& goal_steps, std::int64_t beaten_again) {
-  if (!job_.request.stop_beaten) {
-    if (beaten_again > 0) {
-      out_.line("# " + std::to_string(beaten_again) +
-                    " run(s) ended beaten under search_stop = beaten, which this "
-                    "study no longer sets: they train again from their start (docs/studies.md#beaten-trials)",
-                0);
-    }
-    return;
-  }
-  session_.broadcast(goal_steps);
-  for (std::size_t i = 0; i < plan_.size(); ++i) {
-    trials_of_[plan_[i].combination].push_back(i);
-    if (goal_steps[i] >= 0) beat(i, goal_steps[i]);
-  }
-}
-
-void StudyJob::beat(std::size_t run, std::int64_t steps) {
-  const auto [at, fresh] = best_.emplace(plan_[run].combination, Best{steps, run});
-  if (!fresh && steps < at->second.steps) at->second = Best{steps, run};
-}
-
-// Another process's or job's runs of `run`'s search that finished since the
-// plan: one stat per trial, and a read of each new complete file.
-void StudyJob::learn_of_trials(std::size_t run) {
-  for (const std::size_t j : trials_of_[plan_[run].combination]) {
-    const std::int64_t now = stamp(plan_[j].id);
-    if (now == 0 || now == planned_stamp_[j]) continue;
-    const auto [seen, fresh] = read_stamp_.emplace(j, now);
-    if (!fresh && seen->second == now) continue;  // read already, unchanged since
-    seen->second = now;
-    const std::string file = (runs_dir_ / (plan_[j].id + ".h5")).string();
-    try {
-      if (inspect_run_file(file, nullptr) != RunFileState::complete) continue;
-      const h5::Group summary = h5::File::open_read(file).root().open_group("summary");
-      if (const std::int64_t steps = completed_steps_to_goal(summary); steps >= 0) beat(j, steps);
-    } catch (const Error&) {  // a file damaged meanwhile beats no one
-    }
-  }
-}
-
-// search_stop = beaten: whether a trial of `run`'s search has reached the goal
-// by `step` (`best`, if given, then holds that trial).
-bool StudyJob::beaten_at(std::size_t run, std::int64_t step, Best* best) const {
-  const auto it = best_.find(plan_[run].combination);
-  if (it == best_.end() || it->second.steps > step) return false;
-  if (best) *best = it->second;
-  return true;
+  for (std::size_t i = 0; i < plan_.size(); ++i) plan_[i].cost = bounded_by_best(i, left[i]);
 }
 
 // What run i has left to compute after the step of its complete set of
@@ -350,6 +286,7 @@ DryRun StudyJob::dry_run() const {
   if (!build_note_.empty()) d.data_notes.push_back(build_note_);
   if (!places_.note.empty()) d.data_notes.push_back(places_.note);
   d.resumable = resumable_;
+  d.bounded_by_best = bounded_by_best_;
   d.procs = procs_;
   d.schedule = schedule_;
   d.dynamic = dynamic_;

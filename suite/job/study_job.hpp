@@ -3,7 +3,8 @@
 // claim so that several jobs on one study train each run once (study_job.cpp,
 // study_train.cpp), one run (study_run.cpp), then the index and the study's
 // table (study_finish.cpp); complete runs' data, stack and build against this
-// job's (study_provenance.cpp). Includes LibTorch's headers (job_context.hpp).
+// job's (study_provenance.cpp); search_stop = beaten (study_searches.cpp).
+// Includes LibTorch's headers (job_context.hpp).
 #pragma once
 
 #include <atomic>
@@ -30,6 +31,11 @@
 #include "run_checkpoints.hpp"
 
 namespace dpstudy {
+
+// The steps to the goal that a complete run file's summary records for a
+// completed run: what search_stop = beaten compares. -1 for another status, a
+// goal not reached, or a file older than the attribute (study_searches.cpp).
+std::int64_t completed_steps_to_goal(const h5::Group& summary);
 
 // Lines to the console (by verbosity) and to the study's log file (all of
 // them), whole, from any of the process's threads.
@@ -97,6 +103,8 @@ class StudyJob {
   };
   void look_at_searches(std::vector<std::int64_t>& goal_steps, std::int64_t beaten_again);
   void beat(std::size_t run, std::int64_t steps);
+  // Run i's cost left (`left`, in sample-gradients), bounded by its search's best (counted in bounded_by_best_).
+  std::int64_t bounded_by_best(std::size_t i, std::int64_t left);
   // The rule Trainer::run asks at each evaluation (empty: none); learns first of the
   // trials of `run`'s search that other processes and jobs finished (learn_of_trials).
   std::function<bool(std::int64_t)> beaten_rule(std::size_t run);
@@ -171,6 +179,7 @@ class StudyJob {
   std::map<std::size_t, Best> best_;                           // per search, under lock_ (search_stop = beaten)
   std::map<std::size_t, std::vector<std::size_t>> trials_of_;  // per search: its runs
   std::map<std::size_t, std::int64_t> read_stamp_;             // runs whose new file learn_of_trials read
+  std::size_t bounded_by_best_ = 0;  // runs to do whose cost their search's best bounds (bounded_by_best)
   bool dynamic_ = false;
   std::atomic<bool> stopped_{false};  // a run of this process stopped (stop.hpp)
   // What the runs a process trains at once share in it: the members below

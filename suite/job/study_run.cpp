@@ -94,26 +94,6 @@ std::unique_ptr<Trainer> StudyJob::start_or_resume(const PlannedRun& p, const Tr
   return trainer;
 }
 
-std::function<bool(std::int64_t)> StudyJob::beaten_rule(std::size_t run) {
-  if (const std::int64_t at = job_.request.stored.beaten_at; at >= 0) {  // --reproduce of a beaten trial
-    return [at](std::int64_t step) { return step >= at; };
-  }
-  if (!job_.request.stop_beaten) return {};
-  learn_of_trials(run);
-  return [this, run](std::int64_t step) {
-    const std::lock_guard<std::mutex> best(lock_);  // other lanes set it as their runs end
-    return beaten_at(run, step, nullptr);
-  };
-}
-
-std::string StudyJob::after_trial(std::size_t run, const RunSummary& summary) {
-  if (!job_.request.stop_beaten) return "";
-  if (summary.status == RunStatus::completed && summary.steps_to_goal >= 0) beat(run, summary.steps_to_goal);
-  Best b;
-  if (summary.status != RunStatus::beaten || !beaten_at(run, summary.steps, &b)) return "";
-  return "; " + axes_text(plan_[b.run].values, {"trial"}) + " reached the goal at step " + std::to_string(b.steps);
-}
-
 // One run on the processes pl.ranks (this one among them). `claim`, if given,
 // is asked on the run's first process whether this job may train it (static
 // placement: another job may hold it, or the job is stopping); kMine trains it.

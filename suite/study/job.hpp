@@ -168,6 +168,7 @@ struct DryRun {
   int predicted_at_once = 0;
   std::vector<std::string> data_notes;  // datasets not here, costs assumed
   std::set<std::string> resumable;      // run ids with checkpoints
+  std::size_t bounded_by_best = 0;      // runs to do whose cost a complete trial at the goal bounds (search_stop)
   std::vector<int> procs;               // per run to do
   std::vector<Placement> schedule;
   std::vector<int> lane;  // per placement with runs at once: which of its process's lanes; else empty
