@@ -148,6 +148,19 @@ class BeatenTrials(Results):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("# reproduce: identical", r.stdout)
 
+    def test_a_trial_beaten_where_the_test_split_was_not_due_says_where_it_ended(self):
+        # The goal on a validation split, the test split only at the end (test_every): a beaten
+        # trial ends with no test accuracy, and its line says at which step it ended instead.
+        out, folder = self.search("no-test", "--search_stop", "beaten", "--validation_fraction", "0.2",
+                                  "--test_every", "100000")
+        runs = runs_of(folder)
+        beaten = [r for r in runs.values() if r[2] == "beaten"]
+        self.assertTrue(beaten, "no trial was beaten: the test checks nothing")
+        for _, trial, _, steps, _ in beaten:
+            self.assertRegex(out, rf"trial={trial}: beaten at step {steps}, no test accuracy there, [0-9.]+ s; "
+                                  r"trial=[0-9] reached the goal at step [0-9]+")
+        self.assertNotIn("nan %", out)
+
     def test_the_dry_run_counts_a_trial_to_its_searchs_best(self):
         # Two more trials of a complete search: each ends by the step where its batch size's best
         # trial reached the goal, so the dry run counts it to there; the job then stays within it.
