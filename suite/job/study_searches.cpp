@@ -38,9 +38,9 @@ void StudyJob::look_at_searches(std::vector<std::int64_t>& goal_steps, std::int6
 // goal in B steps ends by step B, at its goal or beaten at its evaluation there
 // (the trials of a search differ in searched keys only, so they share their
 // evaluations), if it stops at its goal. So it has at most B steps to compute:
-// the schedule puts it after the trials without such a bound, and the estimates
-// count the rule. A trial checkpointed at or after step B trains on to its next
-// evaluation: `left` bounds it.
+// the estimates count the rule, and the schedule, largest cost first within a
+// round, takes it later. A trial checkpointed at or after step B trains on to
+// its next evaluation: `left` bounds it.
 std::int64_t StudyJob::bounded_by_best(std::size_t i, std::int64_t left) {
   const PlannedRun& p = plan_[i];
   const auto it = best_.find(p.combination);
