@@ -41,6 +41,22 @@ class AnalyzeTables(AnalyzeTest):
         with_div = self.analyze("summary", self.main, "--by", "lr", "--include_diverged", "--format", "csv")
         self.assertIn("1000,9,9", with_div)
 
+    def test_compare_and_anova_count_diverged_runs_when_asked(self):
+        """--include_diverged reaches the tests within each family: the lr 1000 runs, all diverged, are a level."""
+        def pairwise(*more):
+            tables = json.loads(self.analyze("compare", self.main, "--factor", "lr", *more, "--format", "json"))
+            return tables[1]["rows"], " ".join(tables[1]["notes"])
+
+        rows, notes = pairwise()
+        self.assertEqual(rows, [])
+        self.assertIn("level lr=1000 has no completed run here", notes)
+        rows, notes = pairwise("--include_diverged")
+        self.assertEqual([(r["lr a"], r["lr b"], r["n a"], r["n b"]) for r in rows], [(0.05, 1000, 9, 9)])
+        anova = json.loads(self.analyze("anova", self.main, "--factors", "lr,overlap", "--include_diverged",
+                                        "--format", "json"))[0]
+        self.assertEqual({r["term"]: r["df"] for r in anova["rows"]},
+                         {"lr": 1, "overlap": 1, "lr x overlap": 1, "residual": 14})
+
     @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full")
     def test_output_that_cannot_be_written_is_an_error(self):
         """A table sent to a full disk exits 1 and says so: a short table.csv behind status 0 reads as whole."""

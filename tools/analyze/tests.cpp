@@ -90,7 +90,7 @@ std::vector<Table> anova(const Runs& r, const Options& o) {
   // A shared run stands in every family of the cells it stands for (one worker's run
   // at every sync period), and once in each: a family is a test of its own.
   const Runs by_cell = with_shared_cells(r, o.within);
-  for (const Group& family : group_runs(by_cell, o.within, false)) {
+  for (const Group& family : group_runs(by_cell, o.within, o.include_diverged)) {
     const std::string fam = label(o.within, family.key_values);
     const Runs fr = subset(by_cell, family.runs);
     // Each cell (combination of levels) and its values; a level's index is its place among the factor's values.
