@@ -161,6 +161,37 @@ class BeatenTrials(Results):
                                   r"trial=[0-9] reached the goal at step [0-9]+")
         self.assertNotIn("nan %", out)
 
+    def test_times_to_the_goal_count_a_beaten_trial_as_censored(self):
+        # A beaten trial ends where an earlier trial reached the goal, whatever its own course:
+        # the Kaplan-Meier estimates count it as censored there. Up to the first step at the goal
+        # every trial is at risk, as in the whole search, so the fraction at the goal there is the
+        # whole search's (leaving the beaten trials out would make it larger).
+        _, folder = self.search("censored", "--search_stop", "beaten")
+
+        def reach(f):
+            gp = os.path.join(self.tmp, "reach.gp")
+            subprocess.run([ANALYZE, "plot", f, "--kind", "reach", "--series", "test_accuracy", "--target", "0.5",
+                            "--by", "batch_size", "--output", gp], check=True, capture_output=True)
+            with open(gp) as script:
+                text = script.read()
+            blocks = text.split("$data << EOD\n")[1].split("\nEOD")[0].strip().split("\n\n\n")
+            firsts = [b.split("\n")[1] for b in blocks]  # after "0 0": the first step at the goal
+            return firsts, re.findall(r"title 'batch_size=(\d+) \((\d+) of (\d+)\)'", text)
+
+        runs = runs_of(folder)
+        whole, part = reach(os.path.join(self.full, "s")), reach(folder)
+        self.assertEqual(part[0], whole[0])
+        reached = {b: sum(r[0] == b and r[4] >= 0 for r in runs.values()) for b in (10, 20)}
+        self.assertEqual(part[1], [(str(b), str(reached[b]), "6") for b in (10, 20)])
+        self.assertTrue(all(n < 6 for n in reached.values()), "every trial reached the goal: the test checks nothing")
+        notes = " ".join(json.loads(subprocess.run(
+            [ANALYZE, "summary", folder, "--metric", "steps_to_goal", "--by", "batch_size", "--format", "json"],
+            capture_output=True, text=True, check=True).stdout)[0]["notes"])
+        for b in (10, 20):
+            beaten = sum(r[0] == b and r[2] == "beaten" for r in runs.values())
+            self.assertIn(f"batch_size={b}: {6 - reached[b]} of its 6 run(s) never reached the goal, {beaten} of them "
+                          "beaten (search_stop)", notes)
+
     def test_the_dry_run_counts_a_trial_to_its_searchs_best(self):
         # Two more trials of a complete search: each ends by the step where its batch size's best
         # trial reached the goal, so the dry run counts it to there; the job then stays within it.

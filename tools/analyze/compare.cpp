@@ -91,7 +91,7 @@ std::string tost_interval(double alpha) { return num(100 - 200 * alpha, 10) + "%
 void check_baseline(const Runs& r, const Options& o) {
   if (o.baseline.empty()) return;
   std::string levels;
-  for (const Group& g : group_runs(r, {o.factor}, true)) {
+  for (const Group& g : group_runs(r, {o.factor}, Counted::every)) {
     if (g.key_values[0] == o.baseline) return;
     levels += (levels.empty() ? "" : ", ") + g.key_values[0];
   }
@@ -231,7 +231,8 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   require_columns(r, {o.factor}, "--factor");
   check_baseline(r, o);
   const std::string unit = metric_unit(r, o.metric);
-  const std::vector<Group> all_levels = group_runs(r, {o.factor}, false);
+  const Counted counted = counted_for(o.metric, o.include_diverged);
+  const std::vector<Group> all_levels = group_runs(r, {o.factor}, counted);
   Table omni, pw;
   omni.title = "omnibus tests of " + o.metric + " across " + o.factor;
   // F(df1, df2): Welch's ANOVA differs from the one-way ANOVA in its df2 alone, fractional.
@@ -265,10 +266,10 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   // A shared run stands in every family of the cells it stands for (one worker's run
   // at every sync period), and once in each: a family is a test of its own.
   const Runs by_cell = with_shared_cells(r, o.within);
-  for (const Group& family : group_runs(by_cell, o.within, o.include_diverged)) {
+  for (const Group& family : group_runs(by_cell, o.within, counted)) {
     const std::string fam = label(o.within, family.key_values);
     const Runs fr = subset(by_cell, family.runs);
-    std::vector<Group> levels = group_runs(fr, {o.factor}, o.include_diverged);
+    std::vector<Group> levels = group_runs(fr, {o.factor}, counted);
     levels.erase(std::remove_if(levels.begin(), levels.end(), [](const Group& g) { return g.runs.empty(); }),
                  levels.end());
     for (const Group& l : all_levels) {
@@ -296,8 +297,8 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   }
   if (goal) {
     omni.notes.push_back(
-        "log-rank (Mantel 1966): every run of a level counts, one that never reached the goal as "
-        "censored at its end (its " +
+        "log-rank (Mantel 1966): every completed or beaten run of a level counts, one that never reached the "
+        "goal as censored at its end (its " +
         std::string(metric_unit(r, o.metric) == "s" ? "wall_time_s" : "steps") +
         "); the other tests see only the runs that reached it");
   }

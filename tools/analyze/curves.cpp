@@ -25,7 +25,7 @@ std::vector<Curve> curves_of(const Runs& r, const Options& o) {
     throw ConfigError("x", o.x, "is not one of: step, epoch, samples, time_s");
   }
   std::vector<Curve> out;
-  for (const Group& g : group_runs(r, o.by, o.include_diverged)) {
+  for (const Group& g : group_runs(r, o.by, o.include_diverged ? Counted::every : Counted::completed)) {
     // Values pooled by x. Against time, by step: no two runs reach a step at the same
     // second, so each evaluation is placed at the mean time its runs reached its step.
     std::map<double, std::vector<double>> at, seconds;  // x (time: step) -> values, times

@@ -170,7 +170,7 @@ void apply_where(Runs& r, const std::vector<std::string>& where) {
   if (r.runs.empty()) throw UsageError("no run matches the --where conditions");
 }
 
-std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& keys, bool include_diverged) {
+std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& keys, Counted counted) {
   require_columns(r, keys, "grouping key");
   std::vector<Group> groups;
   for (const auto& run : r.runs) {
@@ -181,7 +181,7 @@ std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& key
       groups.push_back({kv, {}, 0});
       it = groups.end() - 1;
     }
-    if (run.completed() || include_diverged) {
+    if (run.completed() || counted == Counted::every || (counted == Counted::to_goal && run.beaten())) {
       it->runs.push_back(&run);
     }
     if (!run.completed()) ++it->not_completed;

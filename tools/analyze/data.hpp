@@ -104,13 +104,25 @@ struct Range {
 };
 Range natural_range(const std::string& unit);
 
+// The runs a group's statistics see.
+enum class Counted {
+  completed,  // the completed runs
+  to_goal,    // and the beaten ones: a time to a goal, censored where the search stopped them
+  every,      // every run: diverged and failed ones too (--include_diverged)
+};
+// A statistic of `metric`'s: a time to a goal also counts the beaten runs. A
+// trial is beaten where a trial before it reached the goal, whatever it would
+// have done, so its end censors its time to the goal without bias; leaving it
+// out would make the search look faster (docs/analysis.md#times-to-a-goal).
+Counted counted_for(const std::string& metric, bool include_diverged);
+
 struct Group {
   std::vector<std::string> key_values;  // one per grouping key
-  std::vector<const Run*> runs;         // completed runs (and diverged ones if asked)
+  std::vector<const Run*> runs;         // the runs counted (Counted)
   int not_completed = 0;                // diverged, beaten or failed runs
 };
 // Groups by `keys` (sorted numerically where the values are numbers).
-std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& keys, bool include_diverged);
+std::vector<Group> group_runs(const Runs& r, const std::vector<std::string>& keys, Counted counted);
 // The runs with each shared run listed under every cell it stands for: a run
 // whose key of `keys` is inert (inert_keys: one worker's sync_period) takes, in
 // one copy each, every value of that key that the other runs take

@@ -71,12 +71,12 @@ void plot_summary(const Runs& r, const Options& o, std::ostringstream& data, std
   std::size_t longest_title = 0;
   clamp = Clamp{natural_range(metric_unit(r, o.metric)), o.metric};
   const Runs cells = with_shared_cells(r, o.by);  // one worker's run drawn at every sync_period
-  const std::vector<Group> lines = group_runs(cells, lines_keys, o.include_diverged);
+  const std::vector<Group> lines = group_runs(cells, lines_keys, counted_for(o.metric, o.include_diverged));
   const std::vector<std::string> names = line_names(lines_keys, lines);
   for (std::size_t li = 0; li < lines.size(); ++li) {
     const Group& line = lines[li];
     const Runs lr = subset(cells, line.runs);
-    for (const Group& g : group_runs(lr, {o.by[0]}, o.include_diverged)) {
+    for (const Group& g : group_runs(lr, {o.by[0]}, counted_for(o.metric, o.include_diverged))) {
       char* end = nullptr;
       std::strtod(g.key_values[0].c_str(), &end);
       if (g.key_values[0].empty() || *end != '\0') {
@@ -208,7 +208,7 @@ void plot_reach(const Runs& r, const Options& o, std::ostringstream& data, std::
                       "Greenwood's variance): ci95 or none");
   }
   const bool band = interval_given && o.interval == "ci95";
-  const std::vector<Group> groups = group_runs(r, o.by, false);
+  const std::vector<Group> groups = group_runs(r, o.by, Counted::to_goal);
   const std::vector<std::string> names = line_names(o.by, groups);
   std::vector<std::string> plots;
   std::size_t longest_title = 0, block = 0, line = 0;

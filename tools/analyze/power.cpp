@@ -155,10 +155,10 @@ std::vector<Table> power(const Runs& r, const Options& o) {
   // A shared run stands in every family of the cells it stands for (one worker's run
   // at every sync period), and once in each: a family is a test of its own.
   const Runs by_cell = with_shared_cells(r, o.within);
-  for (const Group& family : group_runs(by_cell, o.within, false)) {
+  for (const Group& family : group_runs(by_cell, o.within, counted_for(o.metric, false))) {
     const std::string fam = label(o.within, family.key_values);
     const Runs fr = subset(by_cell, family.runs);
-    std::vector<Group> levels = group_runs(fr, {o.factor}, false);
+    std::vector<Group> levels = group_runs(fr, {o.factor}, counted_for(o.metric, false));
     levels.erase(std::remove_if(levels.begin(), levels.end(), [](const Group& g) { return g.runs.empty(); }),
                  levels.end());
     for (const LevelPair& p : level_pairs(levels, o.baseline, t.notes, fam)) {

@@ -263,7 +263,7 @@ void write_figures(const ReportParts& p, const Timed& speed) {
   constexpr std::size_t kMostLines = 8;
   std::vector<std::string> drawn = o.by;
   if (o.by.size() > 2 &&
-      group_runs(r, std::vector<std::string>(o.by.begin() + 1, o.by.end()), o.include_diverged).size() > kMostLines) {
+      group_runs(r, std::vector<std::string>(o.by.begin() + 1, o.by.end()), Counted::every).size() > kMostLines) {
     drawn.resize(2);
     std::fprintf(out, "The figures show the first --by keys (their other keys' combinations would draw more than %zu "
                       "lines); each point pools the runs of every level of %s (add --where to draw one slice).\n\n",
@@ -272,7 +272,7 @@ void write_figures(const ReportParts& p, const Timed& speed) {
   figure("summary", drawn, "summary.png");
   // Learning curves: a line per combination of every --by key while that stays readable (the
   // quick start's 4 overlap and sync period pairs, whose curves differ), else per level of the first.
-  const bool every_key = group_runs(r, o.by, o.include_diverged).size() <= kMostLines;
+  const bool every_key = group_runs(r, o.by, Counted::every).size() <= kMostLines;
   figure("curves", every_key ? o.by : std::vector<std::string>{o.by[0]}, "curves.png");
   if (!std::isnan(o.target)) figure("reach", drawn, "reach.png");
   // Against the batch: the steps to T, a line per combination of the other keys.

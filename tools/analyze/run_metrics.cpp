@@ -85,6 +85,11 @@ bool goal_in_steps(const std::string& metric) {
   return metric == "steps_to_goal" || (reach && !reach->seconds);
 }
 
+Counted counted_for(const std::string& metric, bool include_diverged) {
+  if (include_diverged) return Counted::every;
+  return is_goal_metric(metric) ? Counted::to_goal : Counted::completed;
+}
+
 stats::Censored censored_times(const Runs& r, const std::vector<const Run*>& runs, const std::string& metric) {
   const bool seconds = !goal_in_steps(metric);
   const std::vector<double> values = metric_values(r, runs, metric);

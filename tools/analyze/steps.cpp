@@ -117,7 +117,7 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o) {
   const std::string steps_metric = o.series + "@reach=" + format_number(o.target);
   const std::string seconds_metric = o.series + "@reach_time=" + format_number(o.target);
   std::vector<Reach> out;
-  for (const Group& g : group_runs(r, o.by, true)) {
+  for (const Group& g : group_runs(r, o.by, Counted::every)) {
     Reach rc;
     rc.key_values = g.key_values;
     rc.trials = std::int64_t(g.runs.size());

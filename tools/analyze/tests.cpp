@@ -35,7 +35,7 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
   }
   std::size_t copies = 0;
   const Runs cells = with_shared_cells(r, o.by, &copies);
-  for (const Group& g : group_runs(cells, o.by, o.include_diverged)) {
+  for (const Group& g : group_runs(cells, o.by, counted_for(o.metric, o.include_diverged))) {
     const stats::Describe d = stats::describe(finite(metric_values(cells, g.runs, o.metric)));
     std::vector<std::string> row = g.key_values;
     row.push_back(std::to_string(d.n));
@@ -48,8 +48,10 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
     t.rows.push_back(row);
     const std::string name = label(o.by, g.key_values);
     if (goal && std::size_t(d.n) < g.runs.size()) {
+      const auto beaten = std::count_if(g.runs.begin(), g.runs.end(), [](const Run* run) { return run->beaten(); });
       t.notes.push_back(name + ": " + std::to_string(g.runs.size() - std::size_t(d.n)) + " of its " +
-                        std::to_string(g.runs.size()) + " run(s) never reached the goal");
+                        std::to_string(g.runs.size()) + " run(s) never reached the goal" +
+                        (beaten > 0 ? ", " + std::to_string(beaten) + " of them beaten (search_stop)" : ""));
     } else if (d.n == 0 && !g.runs.empty()) {
       t.notes.push_back(name + ": no value of " + o.metric + " in its " + std::to_string(g.runs.size()) +
                         " completed run(s)");
@@ -70,8 +72,9 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
   if (const std::string note = goal_note(r, o.metric); !note.empty()) t.notes.push_back(note);
   if (goal) {
     t.notes.push_back("KM median: the Kaplan-Meier median " + std::string(unit.empty() ? "" : "(" + unit + ") ") +
-                      "of the group's runs, those that never reached the goal counted as censored at their end; '-' "
-                      "where half or more of them never reached it; KM ci95: its 95 % interval (Brookmeyer-Crowley), "
+                      "of the group's runs, those that never reached the goal (beaten ones too) counted as censored at "
+                      "their end; '-' where half or more of them never reached it; KM ci95: its 95 % interval "
+                      "(Brookmeyer-Crowley), "
                       "'inf' where the runs do not bound it above (docs/analysis.md)");
   }
   return {t};
@@ -90,20 +93,21 @@ std::vector<Table> anova(const Runs& r, const Options& o) {
   // A shared run stands in every family of the cells it stands for (one worker's run
   // at every sync period), and once in each: a family is a test of its own.
   const Runs by_cell = with_shared_cells(r, o.within);
-  for (const Group& family : group_runs(by_cell, o.within, o.include_diverged)) {
+  const Counted counted = counted_for(o.metric, o.include_diverged);
+  for (const Group& family : group_runs(by_cell, o.within, counted)) {
     const std::string fam = label(o.within, family.key_values);
     const Runs fr = subset(by_cell, family.runs);
     // Each cell (combination of levels) and its values; a level's index is its place among the factor's values.
     std::vector<std::map<std::string, int>> index(o.factors.size());
     for (std::size_t f = 0; f < o.factors.size(); ++f) {
-      for (const Group& g : group_runs(fr, {o.factors[f]}, o.include_diverged)) {
+      for (const Group& g : group_runs(fr, {o.factors[f]}, counted)) {
         index[f].emplace(g.key_values[0], int(index[f].size()));
       }
     }
     std::vector<double> y;
     std::vector<std::vector<int>> levels(o.factors.size());
     std::size_t cells = 0, smallest = SIZE_MAX, largest = 0;
-    for (const Group& cell : group_runs(fr, o.factors, o.include_diverged)) {
+    for (const Group& cell : group_runs(fr, o.factors, counted)) {
       const std::vector<double> v = finite(metric_values(fr, cell.runs, o.metric));
       if (v.empty()) continue;
       ++cells;
