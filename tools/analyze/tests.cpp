@@ -73,9 +73,9 @@ std::vector<Table> summary(const Runs& r, const Options& o) {
   if (goal) {
     t.notes.push_back("KM median: the Kaplan-Meier median " + std::string(unit.empty() ? "" : "(" + unit + ") ") +
                       "of the group's runs, those that never reached the goal (beaten ones too) counted as censored at "
-                      "their end; '-' where half or more of them never reached it; KM ci95: its 95 % interval "
-                      "(Brookmeyer-Crowley), "
-                      "'inf' where the runs do not bound it above (docs/analysis.md)");
+                      "their end; '-' where the estimate never falls below one half, as when half of the runs ran "
+                      "their budget without reaching it; KM ci95: its 95 % interval (Brookmeyer-Crowley), 'inf' where "
+                      "the runs do not bound it above (docs/analysis.md)");
   }
   return {t};
 }
