@@ -27,7 +27,13 @@ def train_study(args, work):
               "--eval_every", "5", "--threads", "1", "--output", out, "--goal_error", "0.5"]
     commands = {"grid": common + ["--name", "grid", "--workers", "1,2", "--overlap", "0,0.5", "--sync_period", "1,4",
                                   "--seeds", "2", "--lr", "0.05"],
-                "lr": common + ["--name", "lr", "--workers", "2", "--lr", "0.01,0.1", "--seeds", "3"]}
+                "lr": common + ["--name", "lr", "--workers", "2", "--lr", "0.01,0.1", "--seeds", "3"],
+                # A search whose slow trials end beaten (search_stop): a status of its own, which the
+                # times to a goal count as censored.
+                "search": [mlp, "--data_dir", fixtures, "--dataset", "mnist", "--batch_size", "10,20", "--epochs", "2",
+                           "--threads", "1", "--output", out, "--goal_error", "0.5", "--name", "search", "--search",
+                           "sobol", "--search_lr", "1e-3:1", "--trials", "4", "--eval_growth", "0.1", "--stop_at_goal",
+                           "true", "--search_stop", "beaten"]}
     for cmd in commands.values():
         subprocess.run(cmd, check=True, capture_output=True)
     # A throughput table beside the grid's index, for `throughput` and `plot --kind scaling`.
@@ -43,7 +49,7 @@ def analyze_round(args, rng, checker, work):
     cmds = ["runs", "summary", "compare", "anova", "power", "curves", "steps-to-result", "throughput", "plot", "report",
             "nope"]
     keys = ["overlap", "workers", "sync_period", "seed", "lr", "status", "study", "batch_size", "global_batch",
-            "nonexistent", ""]
+            "trial", "nonexistent", ""]
     metrics = ["final_test_accuracy", "test_accuracy@last=3", "test_accuracy@step=10", "test_loss@epoch=1",
                "test_accuracy@synced_last=2", "wall_time_s", "steps_to_goal", "x@y", "test_accuracy@last=", "@",
                "test_accuracy@reach=0.5", "test_loss@reach_time=1", "test_accuracy@reach=2", "test_accuracy@reach=",
