@@ -49,7 +49,7 @@ Trainer::Trainer(RunConfig config, const ModelFactory& factory, const TrainingDa
   val_idx_ = std::move(split.val);
   shards_ = std::move(split.shards);
   assignment_ = split.stats;
-  steps_per_epoch_ = std::int64_t(train_idx_.size()) / (std::int64_t(c.workers) * c.batch_size);
+  steps_per_epoch_ = std::int64_t(train_idx_.size()) / c.global_batch();
 
   // Every replica starts from the weights of one model built under the run seed.
   std::unique_lock<std::mutex> seeding(generator_lock());

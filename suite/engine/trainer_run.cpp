@@ -48,7 +48,7 @@ void Trainer::summarize(RunResult& r, double wall_time_s) {
   s.steps_per_epoch = steps_per_epoch_;
   s.parameters = eval_->parameter_count();
   s.wall_time_s = wall_time_s;
-  s.samples_per_s = double(step_ * c.workers * c.batch_size) / std::max(s.wall_time_s, 1e-9);
+  s.samples_per_s = double(step_ * c.global_batch()) / std::max(s.wall_time_s, 1e-9);
   s.comm_time_s = comm_s_;
   s.eval_time_s = eval_s_;
   s.compute_time_s = std::max(0.0, s.wall_time_s - comm_s_ - eval_s_);
@@ -104,7 +104,7 @@ bool Trainer::record_unread(std::vector<UnreadStep>& rows, ProgressSink* progres
     tr.epoch.push_back(double(u.step) / double(steps_per_epoch_));
     tr.loss.push_back(loss);
     tr.lr.push_back(u.lr);
-    tr.samples.push_back(u.step * c.workers * c.batch_size);
+    tr.samples.push_back(u.step * c.global_batch());
     tr.time_s.push_back(u.time_s);
     tr.comm_s.push_back(u.comm_s);
     tr.comm_bytes.push_back(u.comm_bytes);

@@ -101,7 +101,7 @@ void load_data(Job& job) {
     }
     const std::int64_t total = train_size[ds];
     const std::int64_t n = training_samples(p.config, total);
-    const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
+    const std::int64_t global = p.config.global_batch();
     check_global_batch(p.config, total, swept.empty() ? std::string() : "for " + axes_text(p.values, swept));
     // Not in a dry run: dpstudy-slurm plans on the submitting node with --device cpu.
     if (!g.dry_run) check_run(swept, p, [&] { check_precision(p.config.precision, job.device); });

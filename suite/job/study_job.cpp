@@ -199,7 +199,7 @@ std::optional<std::int64_t> StudyJob::cost_left(std::size_t i) const {
   layouts.insert(procs_for_run(p.config, options_.procs_per_run, planned_processes()));
   for (const int procs : layouts) {
     if (const auto step = checkpoints_.set_step(p.id, procs)) {
-      const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
+      const std::int64_t global = p.config.global_batch();
       return std::max<std::int64_t>(0, p.cost - *step * global);
     }
   }

@@ -45,7 +45,7 @@ std::int64_t StudyJob::bounded_by_best(std::size_t i, std::int64_t left) {
   const PlannedRun& p = plan_[i];
   const auto it = best_.find(p.combination);
   if (it == best_.end() || !to_run(i) || !p.config.stop_at_goal) return left;
-  const std::int64_t global = std::int64_t(p.config.workers) * p.config.batch_size;
+  const std::int64_t global = p.config.global_batch();
   const std::int64_t done = p.cost - left;  // the samples before its checkpoint
   const std::int64_t to_best = it->second.steps * global - done;
   if (to_best <= 0 || to_best >= left) return left;

@@ -156,7 +156,7 @@ long long StudyJob::probe_position(const std::vector<std::size_t>& positions, Cl
   long long best = -1;
   for (std::size_t j = 0; j < positions.size(); ++j) {
     const RunConfig& c = plan_[schedule_[positions[j]].run].config;
-    const std::int64_t samples = std::int64_t(c.workers) * c.batch_size;
+    const std::int64_t samples = c.global_batch();
     if (samples > most) {
       most = samples;
       best = (long long)j;

@@ -117,7 +117,7 @@ std::vector<ThroughputPoint> throughput_points(const Job& job) {
       s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       s.comm_seconds = t.comm_seconds() - comm0;
       s.bytes = t.comm_bytes() - bytes0;
-      s.samples = steps * c.workers * c.batch_size;
+      s.samples = steps * c.global_batch();
       return s;
     };
     tp.teardown = [state] {

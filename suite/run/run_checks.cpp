@@ -24,7 +24,7 @@ std::int64_t training_samples(const RunConfig& c, std::int64_t total) {
 }
 
 void check_global_batch(const RunConfig& c, std::int64_t total, const std::string& point) {
-  const std::int64_t n = training_samples(c, total), global = std::int64_t(c.workers) * c.batch_size;
+  const std::int64_t n = training_samples(c, total), global = c.global_batch();
   if (n / global > 0) return;
   // A large validation split is as likely the slip as the batch: say it took the samples.
   const std::string of = c.validation_fraction > 0 ? " left of " + std::to_string(total) + " by validation_fraction " +

@@ -110,6 +110,8 @@ struct RunConfig {
 
   std::uint64_t resolved_data_seed() const { return data_seed < 0 ? seed : std::uint64_t(data_seed); }
   int shard_owners() const { return shard_owner == ShardOwner::group ? workers / group_size : workers; }
+  // The samples of one step over all workers: a run's cost is its steps times this.
+  std::int64_t global_batch() const { return std::int64_t(workers) * batch_size; }
   // The peak learning rate after the scaling rule (docs/engine.md).
   double peak_lr() const;
   // The steps the run trains: `epochs` epochs, cut at `max_steps`.
