@@ -111,9 +111,9 @@ enum class Counted {
   every,      // every run: diverged and failed ones too (--include_diverged)
 };
 // A statistic of `metric`'s: a time to a goal also counts the beaten runs. A
-// trial is beaten where a trial before it reached the goal, whatever it would
-// have done, so its end censors its time to the goal without bias; leaving it
-// out would make the search look faster (docs/analysis.md#times-to-a-goal).
+// trial is beaten where another trial had already reached the goal, whatever
+// it would have done, so its end censors its time to the goal without bias;
+// leaving it out would make the search look faster (docs/analysis.md#times-to-a-goal).
 Counted counted_for(const std::string& metric, bool include_diverged);
 
 struct Group {
