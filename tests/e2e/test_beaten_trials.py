@@ -162,7 +162,7 @@ class BeatenTrials(Results):
         self.assertNotIn("nan %", out)
 
     def test_times_to_the_goal_count_a_beaten_trial_as_censored(self):
-        # A beaten trial ends where an earlier trial reached the goal, whatever its own course:
+        # A beaten trial ends where another trial had already reached the goal, whatever its own course:
         # the Kaplan-Meier estimates count it as censored there. Up to the first step at the goal
         # every trial is at risk, as in the whole search, so the fraction at the goal there is the
         # whole search's (leaving the beaten trials out would make it larger).

@@ -71,12 +71,13 @@ void plot_summary(const Runs& r, const Options& o, std::ostringstream& data, std
   std::size_t longest_title = 0;
   clamp = Clamp{natural_range(metric_unit(r, o.metric)), o.metric};
   const Runs cells = with_shared_cells(r, o.by);  // one worker's run drawn at every sync_period
-  const std::vector<Group> lines = group_runs(cells, lines_keys, counted_for(o.metric, o.include_diverged));
+  const Counted counted = counted_for(o.metric, o.include_diverged);
+  const std::vector<Group> lines = group_runs(cells, lines_keys, counted);
   const std::vector<std::string> names = line_names(lines_keys, lines);
   for (std::size_t li = 0; li < lines.size(); ++li) {
     const Group& line = lines[li];
     const Runs lr = subset(cells, line.runs);
-    for (const Group& g : group_runs(lr, {o.by[0]}, counted_for(o.metric, o.include_diverged))) {
+    for (const Group& g : group_runs(lr, {o.by[0]}, counted)) {
       char* end = nullptr;
       std::strtod(g.key_values[0].c_str(), &end);
       if (g.key_values[0].empty() || *end != '\0') {
