@@ -2,7 +2,7 @@
 """search_stop = beaten: a search trial ends where another trial of its combination has reached
 the goal in as few steps. The best trial of each combination, and so steps-to-result, is as
 without it; a beaten trial's series are the first steps of the whole run's; a study without the
-key trains beaten trials again; a beaten trial reproduces.
+key trains beaten trials again; a beaten trial reproduces; compare pairs a search's runs by trial.
 
 usage: test_beaten_trials.py WORKLOAD_EXE DPSTUDY_DATA DPSTUDY_ANALYZE [TEST...] (results_fixture.py)
 """
@@ -17,6 +17,7 @@ import unittest
 
 import h5py
 import numpy as np
+from scipy import stats
 
 from e2e_support import MPI_ENV, mpi_launch
 from results_fixture import ANALYZE, EXE, Results
@@ -191,6 +192,42 @@ class BeatenTrials(Results):
             beaten = sum(r[0] == b and r[2] == "beaten" for r in runs.values())
             self.assertIn(f"batch_size={b}: {6 - reached[b]} of its 6 run(s) never reached the goal, {beaten} of them "
                           "beaten (search_stop)", notes)
+
+    def test_compare_pairs_the_runs_of_one_search_trial(self):
+        # Trial k is one point of the search's rates at every batch size, so the paired tests match
+        # runs by seed and trial: with one seed, by seed alone no run would pair.
+        def compare(*folders):
+            return json.loads(subprocess.run(
+                [ANALYZE, "compare", *folders, "--factor", "batch_size", "--metric", "final_test_accuracy",
+                 "--format", "json"], capture_output=True, text=True, check=True).stdout)[1]
+
+        accuracy = {}
+        for path in glob.glob(os.path.join(self.full, "s", "runs", "*.h5")):
+            with h5py.File(path, "r") as f:
+                accuracy[int(f["config"].attrs["batch_size"]), int(f["config"].attrs["trial"])] = float(
+                    f["summary"].attrs["final_test_accuracy"])
+        a, b = ([accuracy[batch, t] for t in range(6)] for batch in (10, 20))
+        self.assertNotEqual(a, b, "the batch sizes reached the same accuracies: the pairing shows nothing")
+        table = compare(os.path.join(self.full, "s"))
+        row = table["rows"][0]
+        self.assertEqual(row["pairs"], 6)
+        self.assertAlmostEqual(row["paired t p Holm"], stats.ttest_rel(b, a).pvalue, places=4)
+        self.assertIn("paired tests match runs by seed and search trial: one seed is one set of initial weights and "
+                      "sampler streams, one trial one point of the search's metaparameters", table["notes"])
+        # Trial k of another folder may be another search's point: a trial pairs within its folder.
+        copy = os.path.join(self.tmp, "copy")
+        shutil.copytree(os.path.join(self.full, "s"), copy)
+        self.assertEqual(compare(os.path.join(self.full, "s"), copy)["rows"][0]["pairs"], 12)
+        # Pooled over momentum, each seed and trial has two runs in a level, and a note says so.
+        _, pooled = self.search("pooled", "--momentum", "0,0.5", trials=4)
+        table = compare(pooled)
+        self.assertEqual(table["rows"][0]["pairs"], 0)
+        self.assertIn("all, 10 vs 20: no paired tests: seed 1 trial 0, seed 1 trial 1, seed 1 trial 2 and 1 more "
+                      "have several runs in a level (other keys pooled); a --within or --where on those keys leaves "
+                      "one run per seed and trial", table["notes"])
+        self.assertEqual(json.loads(subprocess.run(
+            [ANALYZE, "compare", pooled, "--factor", "batch_size", "--within", "momentum", "--format", "json"],
+            capture_output=True, text=True, check=True).stdout)[1]["rows"][0]["pairs"], 4)
 
     def test_the_dry_run_counts_a_trial_to_its_searchs_best(self):
         # Two more trials of a complete search: each ends by the step where its batch size's best

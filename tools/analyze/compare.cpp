@@ -40,35 +40,63 @@ std::vector<LevelPair> level_pairs(const std::vector<Group>& levels, const std::
 
 namespace {
 
-// Values of two levels matched by seed (runs with one value per seed in each), and the seeds with
-// more than one run in either (other keys pooled in a level): those are not paired, and a reader
-// of "pairs 0" is to learn why.
+// A run's pairing unit: its seed, and its search trial where it has one. The
+// trial of one index is the same point of the search's metaparameters in every
+// combination of a study, so dense and sparse at trial 3 share their rates.
+// Another folder's trial k may be another search's point: the folder is part
+// of a trial's unit.
+struct Unit {
+  double seed, trial;  // trial -1 outside a search
+  std::string folder;  // a trial's study folder; empty outside a search
+  bool operator<(const Unit& o) const { return std::tie(seed, trial, folder) < std::tie(o.seed, o.trial, o.folder); }
+};
+Unit unit_of(const Run& run) {
+  const auto trial = run.numbers.find("trial");
+  if (trial == run.numbers.end()) return {run.numbers.at("seed"), -1, {}};
+  return {run.numbers.at("seed"), trial->second, run.texts.at("study_dir")};
+}
+
+bool any_trial(const std::set<Unit>& units) {
+  return std::any_of(units.begin(), units.end(), [](const Unit& u) { return u.trial >= 0; });
+}
+
+// "seeds 1, 2, 3", or "seed 1 trial 0, seed 1 trial 1, seed 1 trial 2 and 30 more": one note line.
+std::string units_text(const std::set<Unit>& units) {
+  const bool trials = any_trial(units);
+  std::vector<std::string> shown;
+  for (const Unit& u : units) {
+    if (shown.size() == 3) break;
+    shown.push_back(trials ? "seed " + num(u.seed) + (u.trial >= 0 ? " trial " + num(u.trial) : "") : num(u.seed));
+  }
+  const std::string lead = trials ? "" : units.size() == 1 ? "seed " : "seeds ";
+  std::string text = lead + join(shown, ", ");
+  if (units.size() > shown.size()) text += " and " + std::to_string(units.size() - shown.size()) + " more";
+  return text;
+}
+
+// Values of two levels matched by pairing unit (runs with one value per unit in each), and the
+// units of both levels with more than one run in either (other keys pooled in a level): those
+// are not paired, and a reader of "pairs 0" is to learn why.
 struct Matched {
   std::vector<double> a, b;
-  std::vector<std::string> repeated_seeds;
+  std::set<Unit> repeated;
 };
 Matched paired(const Runs& r, const Group& a, const Group& b, const std::string& metric) {
-  std::map<double, double> va, vb;
+  std::map<Unit, double> va, vb;
   const auto xa = metric_values(r, a.runs, metric), xb = metric_values(r, b.runs, metric);
-  std::map<double, int> ca, cb;
-  for (std::size_t i = 0; i < a.runs.size(); ++i)
-    ++ca[a.runs[i]->numbers.at("seed")], va[a.runs[i]->numbers.at("seed")] = xa[i];
-  for (std::size_t i = 0; i < b.runs.size(); ++i)
-    ++cb[b.runs[i]->numbers.at("seed")], vb[b.runs[i]->numbers.at("seed")] = xb[i];
+  std::map<Unit, int> ca, cb;
+  for (std::size_t i = 0; i < a.runs.size(); ++i) ++ca[unit_of(*a.runs[i])], va[unit_of(*a.runs[i])] = xa[i];
+  for (std::size_t i = 0; i < b.runs.size(); ++i) ++cb[unit_of(*b.runs[i])], vb[unit_of(*b.runs[i])] = xb[i];
   Matched m;
-  for (const auto& [seed, v] : va) {
-    if (ca[seed] == 1 && cb.count(seed) && cb[seed] == 1 && !std::isnan(v) && !std::isnan(vb[seed])) {
+  for (const auto& [unit, v] : va) {
+    if (ca[unit] == 1 && cb.count(unit) && cb[unit] == 1 && !std::isnan(v) && !std::isnan(vb[unit])) {
       m.a.push_back(v);
-      m.b.push_back(vb[seed]);
+      m.b.push_back(vb[unit]);
     }
   }
-  std::set<double> repeated;
-  for (const auto* counts : {&ca, &cb}) {
-    for (const auto& [seed, n] : *counts) {
-      if (n > 1) repeated.insert(seed);
-    }
+  for (const auto& [unit, n] : ca) {  // a unit in one level only could not pair anyway
+    if (cb.count(unit) && (n > 1 || cb[unit] > 1)) m.repeated.insert(unit);
   }
-  for (double seed : repeated) m.repeated_seeds.push_back(num(seed));
   return m;
 }
 
@@ -163,15 +191,12 @@ void add_pairwise(Table& pw, const std::string& fam, const Runs& fr, const std::
     const std::vector<double>& pa = matched.a;
     const std::vector<double>& pb = matched.b;
     npairs.push_back(pa.size());
-    if (pa.size() < 2) {
-      const std::vector<std::string>& repeated = matched.repeated_seeds;
-      if (!repeated.empty()) {
-        const bool one = repeated.size() == 1;
-        pw.notes.push_back(what + ": no paired tests: seed" + (one ? " " : "s ") + join(repeated, ", ") +
-                           (one ? " has" : " have") +
-                           " several runs in a level (other keys pooled); a --within or --where on those keys "
-                           "leaves one run per seed");
-      }
+    if (pa.size() < 2 && !matched.repeated.empty()) {
+      const bool one = matched.repeated.size() == 1;
+      pw.notes.push_back(what + ": no paired tests: " + units_text(matched.repeated) + (one ? " has" : " have") +
+                         " several runs in a level (other keys pooled); a --within or --where on those keys "
+                         "leaves one run per " +
+                         (any_trial(matched.repeated) ? "seed and trial" : "seed"));
     }
     pt.push_back(pa.size() >= 2 ? p_or_nan([&] { return stats::paired_t(pb, pa); }, pw.notes, what + ", paired t")
                                 : std::nan(""));
@@ -310,7 +335,13 @@ std::vector<Table> compare(const Runs& r, const Options& o) {
   }
   // A note a fact: readers scan the lines under a table, and one 48-word line hid the second and third.
   pw.notes.push_back("marks: *** p < 0.001, ** < 0.01, * < 0.05 (Welch, Holm-adjusted)");
-  pw.notes.push_back("paired tests match runs by seed: one seed is one set of initial weights and sampler streams");
+  if (std::find(r.columns.begin(), r.columns.end(), "trial") == r.columns.end()) {
+    pw.notes.push_back("paired tests match runs by seed: one seed is one set of initial weights and sampler streams");
+  } else {
+    pw.notes.push_back(
+        "paired tests match runs by seed and search trial: one seed is one set of initial weights and "
+        "sampler streams, one trial one point of the search's metaparameters");
+  }
   pw.notes.push_back("the 95% CI of b - a is Welch's, for each pair alone: it is not adjusted like the p-values");
   std::vector<std::string> held = o.within;
   held.push_back(o.factor);
