@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <utility>
@@ -203,6 +204,11 @@ std::string plot(const Runs& r, const Options& o);
 std::vector<std::string> plot_scaling(const Options& o);
 // The study folders of `dirs` that hold a throughput table (<study>/throughput.h5) too.
 std::vector<std::string> with_speed_table(const std::vector<std::string>& dirs);
+// plot --kind steps: steps to the target against the batch, log2-log2, with perfect scaling and
+// each step's regime; --kind best_lr: the best trial's rate, with the linear and square-root rules.
+// Each writes its data blocks to `data` and its gnuplot lines to `script` (plot_steps.cpp).
+void plot_steps(const Runs& r, const Options& o, std::ostringstream& data, std::ostringstream& script);
+void plot_best_lr(const Runs& r, const Options& o, std::ostringstream& data, std::ostringstream& script);
 // The kinds of plot, in the order the help lists them.
 const std::vector<std::string>& plot_kinds();
 void report(const Runs& r, const Options& o);
