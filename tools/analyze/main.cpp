@@ -28,8 +28,9 @@ commands:
   summary          --by K1,K2 [--metric M]: n, mean, sd, sem, 95 % t interval, median, min, max per group;
                    of a time to a goal also the Kaplan-Meier median, which counts the runs that never reached it
   compare          --factor K [--within K1,K2] [--baseline LEVEL] [--metric M] [--equivalence MARGIN [--alpha A]]:
-                   ANOVA, Welch ANOVA, Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed),
-                   Holm, Hedges' g; with a margin, whether each difference is shown to lie within it (TOST)
+                   ANOVA, Welch ANOVA, Kruskal-Wallis; Welch t, Mann-Whitney U, paired t and Wilcoxon (by seed
+                   and search trial), Holm, Hedges' g; with a margin, whether each difference is shown to lie
+                   within it (TOST)
   anova            --factors K1,K2 [--within K] [--metric M]: factorial ANOVA (Type II): main effects and
                    interactions (does K1's effect depend on K2?), F, p, partial eta squared
   power            --factor K [--within ...] [--baseline L] [--effect D] [--equivalence MARGIN]: detectable
