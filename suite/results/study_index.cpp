@@ -150,9 +150,18 @@ void add_provenance_cells(const h5::Group& root, std::vector<Cell>* out) {
   }
 }
 
+// An integer column as floats: a row it lacks is then NaN, not 0, which would
+// read as a value (trial 0 for a run outside a search).
+void widen(Column& c) {
+  for (auto v : c.ints) c.doubles.push_back(double(v));
+  c.ints.clear();
+  c.kind = 'f';
+}
+
 // Adds `cell` as row `row` of its column, padding earlier rows. A column takes
-// the kind of its first cell; integers meeting a float or a string widen to
-// floats (the string's row is NaN), and a string column prints numbers.
+// the kind of its first cell; integers meeting a float or a string, or a row
+// without a value, widen to floats (that row NaN), and a string column prints
+// numbers.
 void add_cell(std::map<std::string, Column>& cols, std::vector<std::string>& order, const Cell& cell,
               std::size_t row) {
   auto [it, fresh] = cols.try_emplace(cell.key);
@@ -162,18 +171,13 @@ void add_cell(std::map<std::string, Column>& cols, std::vector<std::string>& ord
     c.unit = unit_of(cell.key);
     order.push_back(cell.key);
   }
-  if (c.kind == 'i' && cell.kind != 'i') {
-    for (auto v : c.ints) c.doubles.push_back(double(v));
-    c.ints.clear();
-    c.kind = 'f';
-  }
+  if (c.kind == 'i' && (cell.kind != 'i' || c.ints.size() < row)) widen(c);
   const double number = cell.kind == 'i' ? double(cell.i) : cell.d;
   if (c.kind == 's') {
     c.strings.resize(row, "");
     c.strings.push_back(cell.kind == 's' ? cell.s : std::to_string(number));
   } else if (c.kind == 'i') {
-    c.ints.resize(row, 0);
-    c.ints.push_back(cell.i);
+    c.ints.push_back(cell.i);  // every earlier row has its value (else widened above)
   } else {
     c.doubles.resize(row, std::nan(""));
     c.doubles.push_back(cell.kind == 's' ? std::nan("") : number);
@@ -296,10 +300,10 @@ std::size_t StudyIndex::rebuild(std::vector<std::string>* skipped) {
           if (c.kind == 's') {
             c.strings.resize(n, "");
             index.write(key, c.strings, c.unit);
-          } else if (c.kind == 'i') {
-            c.ints.resize(n, 0);
+          } else if (c.kind == 'i' && c.ints.size() == n) {
             index.write(key, c.ints, c.unit);
           } else {
+            if (c.kind == 'i') widen(c);
             c.doubles.resize(n, std::nan(""));
             index.write(key, c.doubles, c.unit);
           }

@@ -67,6 +67,19 @@ class StudyResults(Results):
         with h5py.File(os.path.join(out, "edited", "index.h5"), "r") as f:
             self.assertEqual(sorted(f["index"]["lr"][()]), [0.05, 0.05, 0.1, 0.1])
 
+    def test_a_key_that_a_run_lacks_is_nan_in_the_index(self):
+        # A search's runs have a trial, a run of the same study outside it has none: its row is
+        # NaN (the column then float64), not 0, which would read as trial 0.
+        out = os.path.join(self.tmp, "trials")
+        for args in (("--search", "random", "--trials", "2", "--search_lr", "0.01:0.1"), ("--lr", "0.05")):
+            r = self.run_study("--name", "t", "--quiet", *args, output=out)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with h5py.File(os.path.join(out, "t", "index.h5"), "r") as f:
+            lr, trial = f["index"]["lr"][()], f["index"]["trial"][()]
+        self.assertEqual(trial.dtype, np.float64)
+        self.assertEqual(sorted(trial[~np.isnan(trial)]), [0, 1])
+        self.assertEqual([float(x) for x, t in zip(lr, trial) if np.isnan(t)], [0.05])
+
     def test_index_and_run_files_read_with_h5py_pandas_and_h5dump(self):
         study = "[study]\nname = readable\nseeds = 2\n[sweep]\nworkers = 1,2\noverlap = 0,0.5\nsync_period = 2\n"
         r = self.run_study(study_text=study)

@@ -51,8 +51,9 @@ struct Unit {
   bool operator<(const Unit& o) const { return std::tie(seed, trial, folder) < std::tie(o.seed, o.trial, o.folder); }
 };
 Unit unit_of(const Run& run) {
+  // NaN: a run outside the search, in a folder whose index has searched runs too.
   const auto trial = run.numbers.find("trial");
-  if (trial == run.numbers.end()) return {run.numbers.at("seed"), -1, {}};
+  if (trial == run.numbers.end() || std::isnan(trial->second)) return {run.numbers.at("seed"), -1, {}};
   return {run.numbers.at("seed"), trial->second, run.texts.at("study_dir")};
 }
 
