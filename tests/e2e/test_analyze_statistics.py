@@ -140,6 +140,9 @@ class AnalyzeStatistics(AnalyzeTest):
         out = self.analyze("steps-to-result", study, "--target", "0.5")
         self.assertIn("critical batch size: B_crit = 20 (batch_size), S_min = 2 steps; fit of steps = S_min "
                       "(1 + B_crit / batch_size)", out)
+        # Three points on the curve: nothing scatters about it, so B_crit's interval is the point.
+        self.assertIn("critical batch size: 95 % interval of B_crit from the fit, 20 to 20 (Fieller, 1 df: the best "
+                      "steps' scatter about the curve)", out)
         self.assertIn("perfect scaling from batch_size 5 up to 5 (every step from the first reaching group)", out)
         rows = list(csv.DictReader(io.StringIO(self.analyze("steps-to-result", study, "--target", "0.5",
                                                              "--format", "csv"))))
@@ -147,6 +150,7 @@ class AnalyzeStatistics(AnalyzeTest):
         # Fewer than 3 batch sizes: no fit, and why.
         out = self.analyze("steps-to-result", study, "--target", "0.5", "--where", "batch_size<20")
         self.assertIn("critical batch size: no fit: 2 batch size(s) reached the target, the fit needs 3", out)
+        self.assertNotIn("interval of B_crit", out)
 
     def test_steps_to_result_draws_a_line_per_level_of_a_second_key(self):
         # Lee et al. 2021's figure: dense and sparse side by side. Here the seeds are the second key:

@@ -208,6 +208,39 @@ class AgainstScipy(unittest.TestCase):
                 self.assertEqual(low > 0 or high < 0, stats.ttest_ind(a, b, equal_var=False).pvalue < 0.05)
         print(f"{len(cases)} Welch intervals of a difference agree")
 
+    def test_critical_batch_size_and_its_interval_against_statsmodels(self):
+        # steps = a + b / B by weighted least squares (weights 1 / steps^2): statsmodels' WLS gives a, b and
+        # their covariance (residual variance over n - 2 df); Fieller's interval of b / a from them solves
+        # (b - r a)^2 = t^2 (var b - 2 r cov + r^2 var a) for r, here with numpy's roots.
+        sm = self.statsmodels("statsmodels.api")
+        rng = np.random.default_rng(23)
+        cases = []
+        for n, b_crit, s_min, noise, conf in ((3, 200, 500, 0.05, 0.95), (9, 500, 300, 0.1, 0.95),
+                                              (6, 64, 1000, 0.02, 0.9), (4, 3000, 40, 0.1, 0.95)):
+            batch = 16.0 * 2 ** np.arange(n)
+            cases.append((batch, s_min * (1 + b_crit / batch) * np.exp(rng.normal(0, noise, n)), conf))
+        lines = [f"critical_batch;{','.join(map(repr, b))};{','.join(map(repr, s))};{c!r}" for b, s, c in cases]
+        bounded = unbounded = 0
+        for (batch, steps, conf), row in zip(cases, stats_check(lines)):
+            b_crit, s_min, low, high, df = map(float, row.split())
+            fit = sm.WLS(steps, np.column_stack([np.ones_like(batch), 1 / batch]), weights=1 / steps ** 2).fit()
+            (a, b), cov = fit.params, fit.cov_params()
+            np.testing.assert_allclose([b_crit, s_min, df], [b / a, a, len(batch) - 2], rtol=1e-6)
+            t2 = stats.t.ppf(0.5 + conf / 2, len(batch) - 2) ** 2
+            quadratic = [a * a - t2 * cov[0, 0], -2 * (a * b - t2 * cov[0, 1]), b * b - t2 * cov[1, 1]]
+            if quadratic[0] > 0:
+                np.testing.assert_allclose([low, high], sorted(np.roots(quadratic).real), rtol=1e-6)
+                self.assertTrue(low <= b_crit <= high)
+                bounded += 1
+            else:
+                self.assertEqual((low, high), (-np.inf, np.inf))
+                unbounded += 1
+        self.assertTrue(bounded and unbounded, (bounded, unbounded))
+        # No fit: too few points, or steps that rise with the batch.
+        rows = stats_check(["critical_batch;16,32;100,50;0.95", "critical_batch;16,32,64;10,20,40;0.95"])
+        self.assertTrue(all(np.isnan(float(v)) for row in rows for v in row.split()))
+        print(f"{len(cases)} critical batch sizes and their Fieller intervals agree with statsmodels' WLS")
+
     def test_equivalence_test_against_statsmodels(self):
         ttost_ind = self.statsmodels("statsmodels.stats.weightstats").ttost_ind
         rng = np.random.default_rng(11)
@@ -399,6 +432,15 @@ class AgainstScipy(unittest.TestCase):
         }
         for i, p in enumerate(multitest.multipletests([0.012, 0.041, 0.030], method="holm")[1]):
             expected[("Holm", f"p{i + 1}")] = p
+        batch, steps = np.array([16, 32, 64, 128, 256.0]), np.array([2050, 1100, 610, 360, 240.0])
+        fit = self.statsmodels("statsmodels.api").WLS(steps, np.column_stack([np.ones(5), 1 / batch]),
+                                                      weights=1 / steps ** 2).fit()
+        (s_min, slope), cov = fit.params, fit.cov_params()
+        t2 = stats.t.ppf(0.975, 3) ** 2
+        qa, qb, qc = s_min ** 2 - t2 * cov[0, 0], s_min * slope - t2 * cov[0, 1], slope ** 2 - t2 * cov[1, 1]
+        low, high = (qb - np.sqrt(qb * qb - qa * qc)) / qa, (qb + np.sqrt(qb * qb - qa * qc)) / qa
+        expected.update({("critical batch size", "B_crit"): slope / s_min, ("critical batch size", "S_min"): s_min,
+                         ("critical batch size", "95% low"): low, ("critical batch size", "95% high"): high})
         r = subprocess.run([ANALYZE, "check-stats", "--format", "csv"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         rows = list(csv.DictReader(io.StringIO(r.stdout)))

@@ -55,6 +55,11 @@ int main() {
       std::printf("%.17g %.17g %.17g %.17g\n", d.diff, d.low, d.high, d.df);
       continue;
     }
+    if (name == "critical_batch") {  // batch;steps;confidence: "b_crit s_min low high df" (NaN without a fit)
+      const CriticalBatch c = critical_batch(g[0], g[1], g[2].at(0));
+      std::printf("%.17g %.17g %.17g %.17g %.17g\n", c.b_crit, c.s_min, c.low, c.high, c.df);
+      continue;
+    }
     if (name == "logrank") {  // time;event;time;event;... (a group's times, then its 0/1 events): "chi2 p df"
       std::vector<Censored> groups;
       for (std::size_t i = 0; i + 1 < g.size(); i += 2) groups.push_back({g[i], std::vector<bool>(g[i + 1].begin(), g[i + 1].end())});

@@ -29,6 +29,9 @@ const std::vector<double> kC = {0.781, 0.806, 0.774, 0.818, 0.793, 0.788};
 // Steps to a goal; false: the run never reached it (censored at its end).
 const Censored kTimesA = {{200, 250, 300, 350, 400, 400}, {true, true, true, true, false, false}};
 const Censored kTimesB = {{150, 150, 200, 250, 250, 400}, {true, true, true, true, true, false}};
+// A search's best steps to a goal at five batch sizes, for the critical batch size.
+const std::vector<double> kBatch = {16, 32, 64, 128, 256};
+const std::vector<double> kBestSteps = {2050, 1100, 610, 360, 240};
 
 struct Check {
   std::string name, quantity, reference_from;
@@ -46,6 +49,7 @@ std::vector<Check> checks() {
   const stats::Equivalence tost = stats::welch_tost(kA, kB, 0.05);
   const stats::Test lr = stats::logrank({kTimesA, kTimesB});
   const std::vector<double> holm = stats::holm({0.012, 0.041, 0.030});
+  const stats::CriticalBatch cb = stats::critical_batch(kBatch, kBestSteps);
   return {
       {"Welch's t", "t", "scipy ttest_ind(equal_var=False)", welch.statistic, -3.2606731568639686},
       {"Welch's t", "p", "scipy ttest_ind(equal_var=False)", welch.p, 0.0085734918179537281},
@@ -67,6 +71,10 @@ std::vector<Check> checks() {
       {"Holm", "p1", "statsmodels multipletests(method=holm)", holm.at(0), 0.036000000000000004},
       {"Holm", "p2", "statsmodels multipletests(method=holm)", holm.at(1), 0.059999999999999998},
       {"Holm", "p3", "statsmodels multipletests(method=holm)", holm.at(2), 0.059999999999999998},
+      {"critical batch size", "B_crit", "statsmodels WLS", cb.b_crit, 264.05107046846405},
+      {"critical batch size", "S_min", "statsmodels WLS", cb.s_min, 118.13149929450276},
+      {"critical batch size", "95% low", "statsmodels WLS, Fieller", cb.low, 245.81539352085252},
+      {"critical batch size", "95% high", "statsmodels WLS, Fieller", cb.high, 284.4386778496691},
   };
 }
 

@@ -137,15 +137,6 @@ std::vector<ReachLine> reach_lines(const std::vector<Reach>& reach, const std::v
 std::string trials_pooled_note(const Runs& r, const std::vector<std::string>& by);
 // The regime of the step from one batch size to the next (docs/analysis.md).
 std::string regime(double x0, double s0, double x1, double s1);
-// McCandlish et al. 2018: the steps to a result fall with the batch B as
-// S(B) = S_min (1 + B_crit / B). The fit of S = a + b / B to the points, by least
-// squares of the relative error (weights 1 / S^2), gives S_min = a and B_crit = b / a.
-// `why_not` says why there is none: fewer than 3 points, or a or b not positive.
-struct CriticalBatch {
-  double b_crit, s_min;
-  std::string why_not;
-};
-CriticalBatch fit_critical_batch(const std::vector<double>& batch, const std::vector<double>& steps);
 std::vector<Table> steps_to_result(const Runs& r, const Options& o);
 
 // speed.cpp: throughput mode's table (<study>/throughput.h5, docs/performance.md), every

@@ -27,30 +27,15 @@ std::string regime(double x0, double s0, double x1, double s1) {
   return "diminishing returns";
 }
 
-CriticalBatch fit_critical_batch(const std::vector<double>& batch, const std::vector<double>& steps) {
-  const double nan = std::nan("");
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < batch.size() && i < steps.size(); ++i) {
-    if (!(batch[i] > 0) || !(steps[i] > 0) || !std::isfinite(steps[i])) continue;
-    const double w = 1 / (steps[i] * steps[i]), x = 1 / batch[i], y = steps[i];
-    sw += w;
-    sx += w * x;
-    sy += w * y;
-    sxx += w * x * x;
-    sxy += w * x * y;
-    ++n;
-  }
-  if (n < 3) return {nan, nan, std::to_string(n) + " batch size(s) reached the target, the fit needs 3"};
-  const double det = sw * sxx - sx * sx;
-  if (!(det > 0)) return {nan, nan, "the batch sizes do not differ"};
-  const double b = (sw * sxy - sx * sy) / det, a = (sy - b * sx) / sw;
-  if (!(a > 0)) return {nan, nan, "the steps fall faster than 1 / B: no positive S_min"};
-  if (!(b > 0)) return {nan, nan, "the steps do not fall as the batch grows"};
-  return {b / a, a, ""};
-}
-
 namespace {
+
+// B_crit's 95 % interval: how far the points' scatter about the fitted curve leaves it open.
+std::string critical_interval_note(const stats::CriticalBatch& cb) {
+  const std::string what = "critical batch size: 95 % interval of B_crit from the fit, ";
+  const std::string how = " (Fieller, " + num(cb.df) + " df: the best steps' scatter about the curve)";
+  if (std::isinf(cb.low) || std::isinf(cb.high)) return what + "unbounded: S_min is not clear of 0" + how;
+  return what + num(cb.low, 4) + " to " + num(cb.high, 4) + how;
+}
 
 // The groups that reached the target, in batch order: for the range of perfect
 // scaling and the fit of the critical batch size.
@@ -73,12 +58,13 @@ struct Reached {
       out.push_back(line + "perfect scaling from " + key + " " + num(x.front()) + " up to " + num(perfect_to) +
                     " (every step from the first reaching group)");
     }
-    const CriticalBatch cb = fit_critical_batch(x, steps);
+    const stats::CriticalBatch cb = stats::critical_batch(x, steps);
     out.push_back(line + (cb.why_not.empty()
                               ? "critical batch size: B_crit = " + num(cb.b_crit, 4) + " (" + key + "), S_min = " +
                                     num(cb.s_min, 4) + " steps; fit of steps = S_min (1 + B_crit / " + key +
                                     ") to the best steps, least squares of the relative error (McCandlish et al. 2018)"
                               : "critical batch size: no fit: " + cb.why_not));
+    if (cb.why_not.empty()) out.push_back(line + critical_interval_note(cb));
   }
 };
 

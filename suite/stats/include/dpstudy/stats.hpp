@@ -112,6 +112,29 @@ struct FactorialAnova {
 };
 FactorialAnova factorial_anova(const std::vector<double>& y, const std::vector<std::vector<int>>& levels);
 
+// Fieller's (1954) interval of a ratio num / den of two estimates with variances
+// var_num and var_den, covariance cov and a t of df degrees of freedom: the
+// ratios r where (num - r den)^2 <= t^2 Var(num - r den). (-inf, inf) where den
+// is within its own interval of 0, and the set is unbounded.
+struct RatioInterval {
+  double low, high;
+};
+RatioInterval fieller_interval(double num, double den, double var_num, double var_den, double cov, double df,
+                               double confidence = 0.95);
+
+// The critical batch size of McCandlish et al. (2018): steps = S_min (1 + B_crit / B),
+// fitted to (batch, steps) as the line steps = a + b / B by least squares of the
+// relative error (weights 1 / steps^2): S_min = a, B_crit = b / a. Its interval
+// is Fieller's for b / a with the residuals' variance (n - 2 df): the points'
+// scatter about the curve, not the noise of the steps themselves. NaN and
+// `why_not` where there is no fit: fewer than 3 points, or a or b not positive.
+struct CriticalBatch {
+  double b_crit, s_min, low, high, df;
+  std::string why_not;
+};
+CriticalBatch critical_batch(const std::vector<double>& batch, const std::vector<double>& steps,
+                             double confidence = 0.95);
+
 // Holm-Bonferroni adjusted p-values, in the input order.
 std::vector<double> holm(const std::vector<double>& p);
 
