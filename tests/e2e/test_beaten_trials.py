@@ -218,6 +218,16 @@ class BeatenTrials(Results):
         copy = os.path.join(self.tmp, "copy")
         shutil.copytree(os.path.join(self.full, "s"), copy)
         self.assertEqual(compare(os.path.join(self.full, "s"), copy)["rows"][0]["pairs"], 12)
+        # A second search under the study's name, over other rates: its trial k is another point.
+        two = os.path.join(self.tmp, "two-searches")
+        for batch, rates in (("10", "1e-3:1e-2"), ("20", "1e-2:1")):
+            subprocess.run([EXE, "--data_dir", self.data, "--dataset", "mnist", "--output", two, "--threads", "1",
+                            "--name", "s", "--batch_size", batch, "--epochs", "1", "--search", "sobol",
+                            "--search_lr", rates, "--trials", "3"], check=True, capture_output=True, timeout=300)
+        table = compare(os.path.join(two, "s"))
+        self.assertEqual(table["rows"][0]["pairs"], 0)
+        self.assertIn("all, 10 vs 20: 3 trial(s) not paired: the two levels' runs of one seed and trial differ in "
+                      "their metaparameters (a second search under the study's name?)", table["notes"])
         # Pooled over momentum, each seed and trial has two runs in a level, and a note says so.
         _, pooled = self.search("pooled", "--momentum", "0,0.5", trials=4)
         table = compare(pooled)

@@ -135,6 +135,9 @@ std::vector<ReachLine> reach_lines(const std::vector<Reach>& reach, const std::v
 // rate, momentum, ...: the best is taken over them); a note when other run keys
 // (sparsity, workers, ...) vary within a group too. Empty when none does.
 std::string trials_pooled_note(const Runs& r, const std::vector<std::string>& by);
+// What a metaparameter search varies (docs/studies.md#metaparameter-search), and a swept
+// rate's other spelling: lr, batch_lr_ratio, momentum, lr_end_factor, weight_decay, lr_decay_steps.
+const std::vector<std::string>& metaparameter_keys();
 // The regime of the step from one batch size to the next (docs/analysis.md).
 std::string regime(double x0, double s0, double x1, double s1);
 std::vector<Table> steps_to_result(const Runs& r, const Options& o);

@@ -81,18 +81,37 @@ std::string units_text(const std::set<Unit>& units) {
 struct Matched {
   std::vector<double> a, b;
   std::set<Unit> repeated;
+  std::size_t other_points = 0;  // trials of one index at other points of a search: not paired
 };
-Matched paired(const Runs& r, const Group& a, const Group& b, const std::string& metric) {
-  std::map<Unit, double> va, vb;
+
+// Whether two runs of one trial index share its metaparameters, the factor's own aside: a
+// study folder can hold a second search under its name, whose trial k is another point.
+bool same_point(const Run& a, const Run& b, const std::string& factor) {
+  for (const std::string& k : metaparameter_keys()) {
+    const auto x = a.numbers.find(k), y = b.numbers.find(k);
+    if (k == factor || x == a.numbers.end() || y == b.numbers.end()) continue;
+    if (!std::isnan(x->second) && !std::isnan(y->second) && x->second != y->second) return false;
+  }
+  return true;
+}
+
+Matched paired(const Runs& r, const Group& a, const Group& b, const std::string& metric, const std::string& factor) {
+  std::map<Unit, std::pair<double, const Run*>> va, vb;
   const auto xa = metric_values(r, a.runs, metric), xb = metric_values(r, b.runs, metric);
   std::map<Unit, int> ca, cb;
-  for (std::size_t i = 0; i < a.runs.size(); ++i) ++ca[unit_of(*a.runs[i])], va[unit_of(*a.runs[i])] = xa[i];
-  for (std::size_t i = 0; i < b.runs.size(); ++i) ++cb[unit_of(*b.runs[i])], vb[unit_of(*b.runs[i])] = xb[i];
+  for (std::size_t i = 0; i < a.runs.size(); ++i)
+    ++ca[unit_of(*a.runs[i])], va[unit_of(*a.runs[i])] = {xa[i], a.runs[i]};
+  for (std::size_t i = 0; i < b.runs.size(); ++i)
+    ++cb[unit_of(*b.runs[i])], vb[unit_of(*b.runs[i])] = {xb[i], b.runs[i]};
   Matched m;
   for (const auto& [unit, v] : va) {
-    if (ca[unit] == 1 && cb.count(unit) && cb[unit] == 1 && !std::isnan(v) && !std::isnan(vb[unit])) {
-      m.a.push_back(v);
-      m.b.push_back(vb[unit]);
+    if (ca[unit] != 1 || !cb.count(unit) || cb[unit] != 1) continue;
+    const auto& w = vb[unit];
+    if (unit.trial >= 0 && !same_point(*v.second, *w.second, factor)) {
+      ++m.other_points;
+    } else if (!std::isnan(v.first) && !std::isnan(w.first)) {
+      m.a.push_back(v.first);
+      m.b.push_back(w.first);
     }
   }
   for (const auto& [unit, n] : ca) {  // a unit in one level only could not pair anyway
@@ -188,7 +207,12 @@ void add_pairwise(Table& pw, const std::string& fam, const Runs& fr, const std::
     }
     mwu.push_back(p_or_nan([&] { return stats::mann_whitney_u(b, a); }, pw.notes, what + ", Mann-Whitney"));
     // Named, not a structured binding: C++17 lets no lambda capture one (GCC allows it, Clang before 16 not).
-    const Matched matched = paired(fr, levels[p.a], levels[p.b], o.metric);
+    const Matched matched = paired(fr, levels[p.a], levels[p.b], o.metric, o.factor);
+    if (matched.other_points > 0) {
+      pw.notes.push_back(what + ": " + std::to_string(matched.other_points) +
+                         " trial(s) not paired: the two levels' runs of one seed and trial differ in their "
+                         "metaparameters (a second search under the study's name?)");
+    }
     const std::vector<double>& pa = matched.a;
     const std::vector<double>& pb = matched.b;
     npairs.push_back(pa.size());

@@ -143,13 +143,16 @@ std::vector<Reach> reach_of(const Runs& r, const Options& o) {
   return out;
 }
 
+const std::vector<std::string>& metaparameter_keys() {
+  static const std::vector<std::string> keys = {"lr",           "batch_lr_ratio", "momentum", "lr_end_factor",
+                                                "weight_decay", "lr_decay_steps"};
+  return keys;
+}
+
 std::string trials_pooled_note(const Runs& r, const std::vector<std::string>& by) {
   std::vector<std::string> held = by;
-  // What a metaparameter search varies (docs/studies.md), and a swept rate's other spelling.
-  for (const char* k :
-       {"lr", "batch_lr_ratio", "momentum", "lr_end_factor", "weight_decay", "lr_decay_steps", "trial"}) {
-    held.emplace_back(k);
-  }
+  held.insert(held.end(), metaparameter_keys().begin(), metaparameter_keys().end());
+  held.emplace_back("trial");
   const std::string note = pooled_note(r, held);
   if (note.empty()) return note;
   return "the trials of a group are to differ in their metaparameters only, and the best is taken over them: " + note;
