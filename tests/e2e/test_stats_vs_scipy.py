@@ -219,7 +219,8 @@ class AgainstScipy(unittest.TestCase):
                                               (6, 64, 1000, 0.02, 0.9), (4, 3000, 40, 0.1, 0.95)):
             batch = 16.0 * 2 ** np.arange(n)
             cases.append((batch, s_min * (1 + b_crit / batch) * np.exp(rng.normal(0, noise, n)), conf))
-        lines = [f"critical_batch;{','.join(map(repr, b))};{','.join(map(repr, s))};{c!r}" for b, s, c in cases]
+        lines = [f"critical_batch;{','.join(repr(float(v)) for v in b)};{','.join(repr(float(v)) for v in s)};{c!r}"
+                 for b, s, c in cases]
         bounded = unbounded = 0
         for (batch, steps, conf), row in zip(cases, stats_check(lines)):
             b_crit, s_min, low, high, df = map(float, row.split())
