@@ -84,7 +84,7 @@ struct Matched {
   std::size_t other_points = 0;  // trials of one index at other points of a search: not paired
 };
 
-// Whether two runs of one trial index share its metaparameters, the factor's own aside: a
+// Whether two runs of one trial index share its metaparameters, the factor excepted: a
 // study folder can hold a second search under its name, whose trial k is another point.
 bool same_point(const Run& a, const Run& b, const std::string& factor) {
   for (const std::string& k : metaparameter_keys()) {
@@ -99,10 +99,14 @@ Matched paired(const Runs& r, const Group& a, const Group& b, const std::string&
   std::map<Unit, std::pair<double, const Run*>> va, vb;
   const auto xa = metric_values(r, a.runs, metric), xb = metric_values(r, b.runs, metric);
   std::map<Unit, int> ca, cb;
-  for (std::size_t i = 0; i < a.runs.size(); ++i)
-    ++ca[unit_of(*a.runs[i])], va[unit_of(*a.runs[i])] = {xa[i], a.runs[i]};
-  for (std::size_t i = 0; i < b.runs.size(); ++i)
-    ++cb[unit_of(*b.runs[i])], vb[unit_of(*b.runs[i])] = {xb[i], b.runs[i]};
+  for (std::size_t i = 0; i < a.runs.size(); ++i) {
+    const Unit u = unit_of(*a.runs[i]);
+    ++ca[u], va[u] = {xa[i], a.runs[i]};
+  }
+  for (std::size_t i = 0; i < b.runs.size(); ++i) {
+    const Unit u = unit_of(*b.runs[i]);
+    ++cb[u], vb[u] = {xb[i], b.runs[i]};
+  }
   Matched m;
   for (const auto& [unit, v] : va) {
     if (ca[unit] != 1 || !cb.count(unit) || cb[unit] != 1) continue;
